@@ -1,0 +1,56 @@
+"""Dtype helpers: default dtypes, x64 checks, which dtypes can carry gradients.
+
+fgraph follows ``jax.numpy``'s promotion rules, with Python scalars weak: adding
+``2.0`` to a float16 tensor stays float16. Python floats become float32 by default
+(PyTorch's default dtype), whatever JAX's x64 mode says.
+
+float64 needs JAX's x64 mode, which must be switched on before any array is made::
+
+    import jax
+    jax.config.update("jax_enable_x64", True)
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+__all__ = ["canonical_dtype", "is_differentiable_dtype", "default_float_dtype", "x64_enabled"]
+
+_WIDE = {np.dtype("float64"), np.dtype("int64"), np.dtype("uint64"), np.dtype("complex128")}
+
+
+def default_float_dtype() -> np.dtype:
+    return np.dtype("float32")
+
+
+def x64_enabled() -> bool:
+    return bool(jax.config.jax_enable_x64)
+
+
+def canonical_dtype(dtype: Any, op: str = "tensor") -> np.dtype | None:
+    """Normalise a user dtype (``'float32'``, ``jnp.float32``, ``np.float64``...) to ``np.dtype``.
+
+    Raises a clear error for 64-bit dtypes when JAX's x64 mode is off instead of
+    letting JAX silently downcast.
+    """
+    if dtype is None:
+        return None
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"{op}: {dtype!r} is not a dtype; pass e.g. fgraph.float32 or 'float32'.") from None
+    if dt in _WIDE and not x64_enabled():
+        raise TypeError(
+            f"{op}: dtype {dt} needs JAX's 64-bit mode, which is off. Turn it on before creating "
+            "any array: jax.config.update('jax_enable_x64', True) (or set JAX_ENABLE_X64=1), "
+            f"or use {str(dt).replace('64', '32')}."
+        )
+    return dt
+
+
+def is_differentiable_dtype(dtype: Any) -> bool:
+    """Only floating and complex tensors may require grad."""
+    return bool(jnp.issubdtype(dtype, jnp.inexact))

@@ -1,0 +1,461 @@
+"""The backward engine: ``grad`` and ``backward`` as pure functions of the graph.
+
+The algorithm is PyTorch's (see ``engine-execution.md`` in the design seeds):
+
+1. The roots become one ``GraphRoot`` (or the single root's node is used directly).
+2. ``_compute_dependencies`` counts, for every node reachable from the root, how
+   many edges arrive at it. The walk is cut below the minimum ``topological_nr``
+   of the requested inputs: no node there can reach an input.
+3. With ``inputs``, ``_init_to_execute`` fills ``exec_info``: which nodes must run
+   (they reach an input) and where gradients are captured (the input edges).
+4. A ready heap, ordered by ``sequence_nr`` (newest first), runs nodes whose
+   dependencies reached zero; per-node input buffers sum the gradients that
+   arrive on several edges.
+
+Everything is iterative, so a 100,000-node chain is fine, and nothing is stored
+on tensors: gradients are returned.
+"""
+from __future__ import annotations
+
+import heapq
+from typing import Any, Iterator, Mapping, Optional, Sequence, Union
+
+import jax.numpy as jnp
+
+from fgraph.autograd.grad_mode import _GRAD_ENABLED
+from fgraph.autograd.graph import AccumulateGrad, GraphRoot, Node
+from fgraph.errors import GradError
+from fgraph.tensor import Tensor, _wrap
+
+__all__ = ["grad", "backward", "Gradients"]
+
+TensorOrTensors = Union[Tensor, Sequence[Tensor]]
+
+
+class Gradients(Mapping):
+    """Read-only mapping from tensor (by identity) to its gradient, returned by ``backward``.
+
+    Two results add with ``+``: gradients of shared tensors are summed.
+
+    Example:
+        >>> import fgraph as fg
+        >>> x = fg.tensor([1.0, 2.0], requires_grad=True)
+        >>> grads = fg.backward((x * x).sum())
+        >>> grads[x].tolist()
+        [2.0, 4.0]
+    """
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Optional[dict] = None) -> None:
+        object.__setattr__(self, "_items", dict(items or {}))  # id(tensor) -> (tensor, grad)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("Gradients is read-only")
+
+    def __getitem__(self, tensor: Tensor) -> Tensor:
+        try:
+            return self._items[id(tensor)][1]
+        except KeyError:
+            raise KeyError(
+                "no gradient for this tensor: it is not a leaf reached by backward (or not in `inputs`)"
+            ) from None
+
+    def __contains__(self, tensor: object) -> bool:
+        entry = self._items.get(id(tensor))
+        return entry is not None and entry[0] is tensor
+
+    def __iter__(self) -> Iterator[Tensor]:
+        return (t for t, _ in self._items.values())
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __add__(self, other: "Gradients") -> "Gradients":
+        if not isinstance(other, Gradients):
+            return NotImplemented
+        merged = dict(self._items)
+        for key, (t, g) in other._items.items():
+            merged[key] = (t, merged[key][1] + g) if key in merged else (t, g)
+        return Gradients(merged)
+
+    def __repr__(self) -> str:
+        return f"Gradients({len(self)} tensors)"
+
+
+# -- public entry points --------------------------------------------------------------------------
+def grad(
+    outputs: TensorOrTensors,
+    inputs: TensorOrTensors,
+    grad_outputs: Optional[TensorOrTensors] = None,
+    retain_graph: Optional[bool] = None,
+    create_graph: bool = False,
+    allow_unused: Optional[bool] = None,
+    materialize_grads: bool = False,
+) -> tuple[Optional[Tensor], ...]:
+    """Gradients of ``outputs`` with respect to ``inputs``, as a tuple (``torch.autograd.grad``).
+
+    ``retain_graph`` is accepted for compatibility: records are immutable, so a
+    graph can be differentiated any number of times. With ``create_graph=True``
+    the returned gradients carry their own graph, for higher derivatives.
+
+    Example:
+        >>> import fgraph as fg
+        >>> x = fg.tensor(2.0, requires_grad=True)
+        >>> (g,) = fg.grad(x ** 3, [x], create_graph=True)
+        >>> (gg,) = fg.grad(g, [x])
+        >>> g.item(), gg.item()
+        (12.0, 12.0)
+    """
+    outputs_t = _as_tuple(outputs, "grad", "outputs")
+    inputs_t = _as_tuple(inputs, "grad", "inputs")
+    if not inputs_t:
+        raise GradError("grad: 'inputs' cannot be empty.")
+    if materialize_grads and allow_unused is False:
+        raise GradError("grad: materialize_grads=True needs allow_unused to be True or None.")
+    allow_unused = bool(allow_unused) or materialize_grads
+    seeds = _make_seeds(outputs_t, grad_outputs, "grad")
+    captured, _ = _execute(outputs_t, seeds, inputs_t, create_graph, accumulate=False)
+    result = []
+    for i, (x, g) in enumerate(zip(inputs_t, captured)):
+        if g is None:
+            if materialize_grads:
+                g = _wrap(jnp.zeros(x.shape, x.dtype))
+            elif not allow_unused:
+                raise GradError(
+                    f"grad: input {i} (shape {x.shape}) was not used in the graph of the outputs. "
+                    "Pass allow_unused=True to get None for it (or materialize_grads=True for zeros)."
+                )
+        result.append(g)
+    return tuple(result)
+
+
+def backward(
+    tensors: TensorOrTensors,
+    grad_tensors: Optional[TensorOrTensors] = None,
+    retain_graph: Optional[bool] = None,
+    create_graph: bool = False,
+    inputs: Optional[TensorOrTensors] = None,
+) -> Gradients:
+    """Gradients of ``tensors`` with respect to every leaf they reach (or only ``inputs``).
+
+    Returns :class:`Gradients` instead of storing ``.grad``. ``inputs`` may hold
+    leaves or intermediate tensors.
+
+    Example:
+        >>> import fgraph as fg
+        >>> x = fg.tensor([0.5, 0.75], requires_grad=True)
+        >>> y = fg.tensor([0.1, 0.9], requires_grad=True)
+        >>> grads = fg.backward(fg.exp(x * y).sum(), inputs=[x])
+        >>> x in grads, y in grads
+        (True, False)
+    """
+    tensors_t = _as_tuple(tensors, "backward", "tensors")
+    inputs_t = _as_tuple(inputs, "backward", "inputs") if inputs is not None else None
+    if inputs_t is not None and not inputs_t:
+        raise GradError("backward: 'inputs' cannot be empty; pass None to differentiate all leaves.")
+    seeds = _make_seeds(tensors_t, grad_tensors, "backward")
+    captured, leaf_grads = _execute(tensors_t, seeds, inputs_t, create_graph, accumulate=True)
+    items: dict = {}
+    for acc, g in leaf_grads.items():
+        leaf = acc.variable
+        if leaf is not None:
+            items[id(leaf)] = (leaf, g)
+    if inputs_t is not None:
+        for x, g in zip(inputs_t, captured):
+            if g is not None and x.grad_fn is not None:
+                items[id(x)] = (x, g)
+    return Gradients(items)
+
+
+# -- argument checks -------------------------------------------------------------------------------
+def _as_tuple(value: Any, fn: str, what: str) -> tuple:
+    items = (value,) if isinstance(value, Tensor) else tuple(value)
+    for i, t in enumerate(items):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{fn}: {what}[{i}] is a {type(t).__name__}, expected an fgraph Tensor.")
+    return items
+
+
+def _make_seeds(outputs: tuple, grad_outputs: Any, fn: str) -> list:
+    if grad_outputs is None:
+        given: tuple = (None,) * len(outputs)
+    else:
+        given = (grad_outputs,) if isinstance(grad_outputs, Tensor) else tuple(grad_outputs)
+        if len(given) != len(outputs):
+            raise GradError(
+                f"{fn}: got {len(given)} gradients for {len(outputs)} outputs; pass one per output "
+                "(None for scalar outputs)."
+            )
+    seeds = []
+    for i, (out, g) in enumerate(zip(outputs, given)):
+        if out._edge is None:
+            raise GradError(
+                f"{fn}: output {i} does not require grad and does not have a grad_fn; "
+                "it was computed from tensors without requires_grad=True (or under no_grad)."
+            )
+        if g is None:
+            if out.data.size != 1:
+                raise GradError(
+                    f"{fn}: grad can be implicitly created only for scalar outputs, but output {i} has shape "
+                    f"{out.shape}; pass grad_outputs with that shape (e.g. fg.ones_like(out)) or reduce it first."
+                )
+            g = _wrap(jnp.ones(out.shape, out.dtype))
+        else:
+            if not isinstance(g, Tensor):
+                g = _wrap(jnp.asarray(g, out.dtype))
+            if g.shape != out.shape:
+                raise GradError(
+                    f"{fn}: mismatch in shape: grad_output[{i}] has shape {g.shape} and output[{i}] has shape "
+                    f"{out.shape}; they must be equal."
+                )
+        seeds.append(g)
+    return seeds
+
+
+# -- the GraphTask --------------------------------------------------------------------------------
+def _execute(roots: tuple, seeds: list, inputs: Optional[tuple], create_graph: bool,
+             accumulate: bool) -> tuple[list, dict]:
+    """Run the graph; return (captured gradients per input, {AccumulateGrad: grad})."""
+    output_edges = []
+    if inputs is not None:
+        for i, x in enumerate(inputs):
+            if x._edge is None:
+                raise GradError(
+                    f"input {i} (shape {x.shape}) does not require grad; create it with requires_grad=True."
+                )
+            output_edges.append(x._edge)
+
+    if len(roots) == 1:
+        graph_root, root_nr = roots[0]._edge
+        buffers = {graph_root: _new_buffer(graph_root)}
+        buffers[graph_root][root_nr] = seeds[0]
+    else:
+        graph_root = GraphRoot([r._edge for r in roots], seeds)
+        buffers = {graph_root: []}
+
+    min_topo = min(e[0].topological_nr for e in output_edges) if output_edges else 0
+    dependencies = _compute_dependencies(graph_root, min_topo)
+    exec_info = _init_to_execute(graph_root, output_edges, accumulate, min_topo) if output_edges else None
+
+    captured: list = [None] * len(output_edges)
+    leaf_grads: dict = {}
+    token = _GRAD_ENABLED.set(bool(create_graph))
+    try:
+        _run_ready_heap(graph_root, buffers, dependencies, exec_info, captured, leaf_grads, accumulate)
+    finally:
+        _GRAD_ENABLED.reset(token)
+    return captured, leaf_grads
+
+
+def _new_buffer(node: Node) -> list:
+    return [None] * node.num_inputs
+
+
+def _compute_dependencies(root: Node, min_topo: int) -> dict:
+    """Number of edges arriving at each node reachable from ``root`` (iterative DFS)."""
+    dependencies: dict = {}
+    seen = {root}
+    stack = [root]
+    while stack:
+        fn = stack.pop()
+        if fn.topological_nr < min_topo:
+            continue
+        for edge in fn.next_edges:
+            if edge is not None:
+                nxt = edge[0]
+                dependencies[nxt] = dependencies.get(nxt, 0) + 1
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+    return dependencies
+
+
+class _ExecInfo:
+    __slots__ = ("needed", "captures")
+
+    def __init__(self) -> None:
+        self.needed = False
+        self.captures: Optional[list] = None  # [(input_nr, output_index)]
+
+    def should_execute(self) -> bool:
+        return self.needed or self.captures is not None
+
+
+def _init_to_execute(root: Node, output_edges: list, accumulate: bool, min_topo: int) -> dict:
+    """Mark the nodes on a path from ``root`` to an input edge, and where to capture gradients."""
+    exec_info: dict = {root: _ExecInfo()}
+    exec_info[root].needed = True
+    for index, (node, input_nr) in enumerate(output_edges):
+        info = exec_info.get(node)
+        if info is None:
+            info = exec_info[node] = _ExecInfo()
+        if accumulate and isinstance(node, AccumulateGrad):
+            info.needed = True  # backward(inputs=[leaf]) accumulates through the leaf's node
+        else:
+            if info.captures is None:
+                info.captures = []
+            info.captures.append((input_nr, index))
+
+    def should_execute(fn: Node) -> bool:
+        info = exec_info.get(fn)
+        return info is not None and info.should_execute()
+
+    # Iterative post-order DFS: a node is needed if any child should execute.
+    seen = {root}
+    stack = [(root, iter(root.next_edges))]
+    while stack:
+        fn, children = stack[-1]
+        child = None
+        for edge in children:
+            if edge is None:
+                continue
+            nxt = edge[0]
+            if nxt in seen:
+                if should_execute(nxt):
+                    _needed(exec_info, fn)
+                continue
+            seen.add(nxt)
+            if nxt.topological_nr < min_topo:
+                continue  # created before every input: cannot reach one
+            child = nxt
+            break
+        if child is not None:
+            stack.append((child, iter(child.next_edges)))
+        else:
+            stack.pop()
+            if stack and should_execute(fn):
+                _needed(exec_info, stack[-1][0])
+    return exec_info
+
+
+def _needed(exec_info: dict, fn: Node) -> None:
+    info = exec_info.get(fn)
+    if info is None:
+        info = exec_info[fn] = _ExecInfo()
+    info.needed = True
+
+
+def _run_ready_heap(graph_root: Node, buffers: dict, dependencies: dict, exec_info: Optional[dict],
+                    captured: list, leaf_grads: dict, accumulate: bool) -> None:
+    heap = [(-graph_root.sequence_nr, 0, graph_root)]
+    tie = 1
+    pop, push = heapq.heappop, heapq.heappush
+    while heap:
+        fn = pop(heap)[2]
+        grads = buffers.pop(fn)
+        if fn._tensor_pre_hooks is not None:
+            grads = _call_tensor_pre_hooks(fn, grads)
+
+        if exec_info is not None:
+            info = exec_info.get(fn)
+            if info is None:
+                continue
+            if info.captures is not None:
+                for input_nr, index in info.captures:
+                    captured[index] = grads[input_nr]
+            if not info.needed:
+                continue
+            needs = tuple(
+                [e is not None and (e[0] in exec_info and exec_info[e[0]].should_execute()) for e in fn.next_edges]
+            )
+        else:
+            needs = None
+
+        if type(fn) is AccumulateGrad:
+            if accumulate and grads[0] is not None:
+                _accumulate(fn, grads[0], leaf_grads)
+            continue
+
+        if fn._pre_hooks is not None:
+            grads = _call_pre_hooks(fn, grads)
+        if needs is None:
+            needs = fn.default_needs()
+        if any(g is not None for g in grads) or type(fn) is GraphRoot:
+            outputs = fn.apply(grads, needs)
+        else:
+            outputs = (None,) * len(fn.next_edges)
+        if fn._post_hooks is not None:
+            outputs = _call_post_hooks(fn, outputs, grads)
+
+        for edge, g, need in zip(fn.next_edges, outputs, needs):
+            if edge is None or not need:
+                continue
+            nxt, input_nr = edge
+            buf = buffers.get(nxt)
+            if buf is None:
+                buf = buffers[nxt] = _new_buffer(nxt)
+            if g is not None:
+                prev = buf[input_nr]
+                buf[input_nr] = g if prev is None else _accumulate_buffer(prev, g)
+            remaining = dependencies[nxt] - 1
+            if remaining == 0:
+                del dependencies[nxt]
+                push(heap, (-nxt.sequence_nr, tie, nxt))
+                tie += 1
+            else:
+                dependencies[nxt] = remaining
+
+
+def _accumulate_buffer(prev: Tensor, g: Tensor) -> Tensor:
+    from fgraph.ops.elementwise import add
+
+    return add(prev, g)
+
+
+def _accumulate(fn: AccumulateGrad, g: Tensor, leaf_grads: dict) -> None:
+    prev = leaf_grads.get(fn)
+    total = g if prev is None else _accumulate_buffer(prev, g)
+    leaf_grads[fn] = total
+    hooks = fn._post_accumulate_hooks
+    if hooks:
+        leaf = fn.variable
+        for hook in tuple(hooks.values()):
+            hook(leaf, total)
+
+
+def _call_tensor_pre_hooks(fn: Node, grads: list) -> list:
+    grads = list(grads)
+    for output_nr, hook in tuple(fn._tensor_pre_hooks.values()):
+        g = grads[output_nr]
+        if g is None:
+            continue
+        new = hook(g)
+        if new is not None:
+            grads[output_nr] = _check_hook_result(fn, "tensor hook", g, new)
+    return grads
+
+
+def _call_pre_hooks(fn: Node, grads: list) -> list:
+    for hook in tuple(fn._pre_hooks.values()):
+        new = hook(tuple(grads))
+        if new is not None:
+            if len(new) != len(grads):
+                raise GradError(
+                    f"pre-hook on {fn.name()} returned {len(new)} gradients, expected {len(grads)}."
+                )
+            grads = [n if n is None else _check_hook_result(fn, "pre-hook", o, n) for o, n in zip(grads, new)]
+    return grads
+
+
+def _call_post_hooks(fn: Node, outputs: tuple, grads: list) -> tuple:
+    for hook in tuple(fn._post_hooks.values()):
+        new = hook(tuple(outputs), tuple(grads))
+        if new is not None:
+            if len(new) != len(outputs):
+                raise GradError(
+                    f"hook on {fn.name()} returned {len(new)} gradients, expected {len(outputs)}."
+                )
+            outputs = tuple(new)
+    return outputs
+
+
+def _check_hook_result(fn: Node, kind: str, old: Tensor, new: Any) -> Tensor:
+    if not isinstance(new, Tensor):
+        raise TypeError(f"{kind} on {fn.name()} returned a {type(new).__name__}; it must return a Tensor or None.")
+    if new.shape != old.shape:
+        raise GradError(
+            f"{kind} on {fn.name()} changed the gradient's shape from {old.shape} to {new.shape}; "
+            "a hook must return a gradient of the same shape."
+        )
+    return new

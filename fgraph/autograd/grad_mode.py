@@ -1,0 +1,154 @@
+"""Grad modes: whether ops record graph nodes.
+
+The mode lives in a :mod:`contextvars` variable, so each thread (and each asyncio
+task) sees its own mode; switching it in one thread never leaks into another.
+
+Example:
+    >>> import fgraph as fg
+    >>> x = fg.tensor([1.0, 2.0], requires_grad=True)
+    >>> with fg.no_grad():
+    ...     y = x * 2
+    >>> y.requires_grad
+    False
+"""
+from __future__ import annotations
+
+import contextvars
+import functools
+from typing import Any, Callable, TypeVar
+
+__all__ = [
+    "no_grad",
+    "enable_grad",
+    "set_grad_enabled",
+    "inference_mode",
+    "is_grad_enabled",
+    "is_inference_mode_enabled",
+]
+
+_GRAD_ENABLED: contextvars.ContextVar[bool] = contextvars.ContextVar("fgraph_grad_enabled", default=True)
+_INFERENCE: contextvars.ContextVar[bool] = contextvars.ContextVar("fgraph_inference_mode", default=False)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: Fast accessor used on the hot path of every op.
+grad_enabled_now = _GRAD_ENABLED.get
+
+
+def is_grad_enabled() -> bool:
+    """Return True if ops currently record graph nodes."""
+    return _GRAD_ENABLED.get()
+
+
+def is_inference_mode_enabled() -> bool:
+    """Return True inside an active :class:`inference_mode` block."""
+    return _INFERENCE.get()
+
+
+class _GradModeContext:
+    """Sets grad mode to ``self._grad`` on entry and restores it on exit.
+
+    Instances are reentrant and also work as decorators.
+    """
+
+    _grad: bool = True
+    _inference: bool | None = None  # None: leave inference mode as it is
+
+    def __enter__(self) -> None:
+        tokens = [_GRAD_ENABLED.set(self._grad)]
+        if self._inference is not None:
+            tokens.append(_INFERENCE.set(self._inference))
+        self.__dict__.setdefault("_stack", []).append(tokens)
+
+    def __exit__(self, *exc: object) -> None:
+        tokens = self.__dict__["_stack"].pop()
+        if len(tokens) == 2:
+            _INFERENCE.reset(tokens[1])
+        _GRAD_ENABLED.reset(tokens[0])
+
+    def __call__(self, func: F) -> F:
+        grad, inference = self._grad, self._inference
+
+        @functools.wraps(func)
+        def run_in_mode(*args: Any, **kwargs: Any) -> Any:
+            grad_token = _GRAD_ENABLED.set(grad)
+            inference_token = _INFERENCE.set(inference) if inference is not None else None
+            try:
+                return func(*args, **kwargs)
+            finally:
+                if inference_token is not None:
+                    _INFERENCE.reset(inference_token)
+                _GRAD_ENABLED.reset(grad_token)
+
+        return run_in_mode  # type: ignore[return-value]
+
+
+class no_grad(_GradModeContext):
+    """Disable graph recording inside the block or decorated function.
+
+    Example:
+        >>> import fgraph as fg
+        >>> with fg.no_grad():
+        ...     fg.is_grad_enabled()
+        False
+    """
+
+    _grad = False
+
+
+class enable_grad(_GradModeContext):
+    """Enable graph recording inside the block, even within :class:`no_grad`.
+
+    Example:
+        >>> import fgraph as fg
+        >>> with fg.no_grad(), fg.enable_grad():
+        ...     fg.is_grad_enabled()
+        True
+    """
+
+    _grad = True
+
+
+class set_grad_enabled(_GradModeContext):
+    """Set grad mode to ``mode`` as a context manager, a decorator, or a plain call.
+
+    Used as a plain call (``fg.set_grad_enabled(False)``) the mode stays switched
+    in the current context until switched again, as in PyTorch.
+
+    Example:
+        >>> import fgraph as fg
+        >>> with fg.set_grad_enabled(False):
+        ...     fg.is_grad_enabled()
+        False
+    """
+
+    def __init__(self, mode: bool) -> None:
+        self._grad = bool(mode)
+        self._previous = _GRAD_ENABLED.get()
+        _GRAD_ENABLED.set(self._grad)
+
+    def __exit__(self, *exc: object) -> None:
+        super().__exit__(*exc)
+        _GRAD_ENABLED.set(self._previous)
+
+    def __call__(self, func: F) -> F:
+        _GRAD_ENABLED.set(self._previous)  # decorating must not switch the mode
+        return super().__call__(func)
+
+
+class inference_mode(_GradModeContext):
+    """Like :class:`no_grad`, and marks the block as inference-only.
+
+    fgraph's tensors are immutable, so there are no version counters to skip;
+    inference mode is :class:`no_grad` plus :func:`is_inference_mode_enabled`.
+
+    Example:
+        >>> import fgraph as fg
+        >>> with fg.inference_mode():
+        ...     fg.is_inference_mode_enabled()
+        True
+    """
+
+    def __init__(self, mode: bool = True) -> None:
+        self._grad = not mode
+        self._inference = bool(mode)

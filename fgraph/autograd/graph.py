@@ -1,0 +1,249 @@
+"""The backward graph: nodes, edges, hooks.
+
+A :class:`Node` is recorded for every differentiable op as it runs. Its
+``next_edges`` point at the nodes that produced the op's inputs, so the graph is
+built define-by-run, exactly as in PyTorch. Leaves that require grad own one
+:class:`AccumulateGrad` node for their whole life.
+
+Example:
+    >>> import fgraph as fg
+    >>> x = fg.tensor([0.5, 0.75], requires_grad=True)
+    >>> y = fg.exp(x).sum()
+    >>> y.grad_fn.name()
+    'SumBackward0'
+    >>> [fn.name() for fn, _ in y.grad_fn.next_functions]
+    ['ExpBackward0']
+"""
+from __future__ import annotations
+
+import itertools
+import weakref
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Sequence
+
+if TYPE_CHECKING:
+    from fgraph.tensor import Tensor
+
+__all__ = ["Node", "GradientEdge", "AccumulateGrad", "GraphRoot", "RemovableHandle", "get_gradient_edge"]
+
+#: ``AccumulateGrad`` gets the largest sequence number so it runs as soon as it is ready.
+MAX_SEQUENCE_NR = 2**64 - 1
+
+_sequence_counter = itertools.count()
+next_sequence_nr = _sequence_counter.__next__
+
+GradList = Sequence[Optional["Tensor"]]
+
+
+class GradientEdge(NamedTuple):
+    """An edge of the backward graph: gradient flows into input ``output_nr`` of ``node``.
+
+    ``output_nr`` is the index of the forward output of ``node`` that the edge stands for.
+    """
+
+    node: "Node"
+    output_nr: int
+
+
+_new_edge = tuple.__new__
+
+
+def make_edge(node: "Node", output_nr: int) -> GradientEdge:
+    """Fast constructor for :class:`GradientEdge` used on the hot path."""
+    return _new_edge(GradientEdge, (node, output_nr))
+
+
+def get_gradient_edge(tensor: "Tensor") -> GradientEdge:
+    """Return the edge gradients of ``tensor`` flow into (its ``grad_fn`` or its ``AccumulateGrad``).
+
+    Example:
+        >>> import fgraph as fg
+        >>> x = fg.tensor([1.0], requires_grad=True)
+        >>> fg.autograd.graph.get_gradient_edge(x).node.name()
+        'AccumulateGrad'
+    """
+    edge = tensor._edge
+    if edge is None:
+        raise RuntimeError(
+            "get_gradient_edge: the tensor does not require grad and has no grad_fn; "
+            "create it with requires_grad=True or compute it from one that does."
+        )
+    return edge
+
+
+class RemovableHandle:
+    """Returned by every hook registration; ``remove()`` unregisters the hook.
+
+    Also a context manager that removes the hook on exit.
+    """
+
+    __slots__ = ("_hooks_ref", "id")
+    _next_id = itertools.count()
+
+    def __init__(self, hooks: dict) -> None:
+        self._hooks_ref = weakref.ref(hooks)
+        self.id = next(RemovableHandle._next_id)
+
+    def remove(self) -> None:
+        hooks = self._hooks_ref()
+        if hooks is not None:
+            hooks.pop(self.id, None)
+
+    def __enter__(self) -> "RemovableHandle":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+
+class _HookDict(dict):
+    """A dict that can be weakly referenced by :class:`RemovableHandle`."""
+
+    __slots__ = ("__weakref__",)
+
+
+def _add_hook(hooks: Optional[_HookDict], fn: Any) -> tuple[_HookDict, RemovableHandle]:
+    if hooks is None:
+        hooks = _HookDict()
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = fn
+    return hooks, handle
+
+
+class Node:
+    """A backward function in the graph.
+
+    Attributes:
+        next_edges: one :class:`GradientEdge` per forward input, ``None`` where the
+            input needs no gradient.
+        sequence_nr: creation order; larger runs first when several nodes are ready.
+        topological_nr: 0 for ``AccumulateGrad``, else 1 + the maximum over children.
+            Fixed at construction, so it never changes once the node has a parent.
+    """
+
+    __slots__ = (
+        "next_edges",
+        "sequence_nr",
+        "topological_nr",
+        "_metadata",
+        "_pre_hooks",
+        "_post_hooks",
+        "_tensor_pre_hooks",
+        "__weakref__",
+    )
+
+    #: Number of gradients the node receives (forward outputs of the op).
+    num_inputs: int = 1
+
+    def __init__(self, next_edges: Sequence[Optional[GradientEdge]], sequence_nr: Optional[int] = None) -> None:
+        self._set_edges(tuple(next_edges), next_sequence_nr() if sequence_nr is None else sequence_nr)
+
+    def _set_edges(self, next_edges: tuple, sequence_nr: int) -> None:
+        self.next_edges = next_edges
+        self.sequence_nr = sequence_nr
+        topo = 0
+        for edge in next_edges:
+            if edge is not None:
+                child = edge[0].topological_nr
+                if child >= topo:
+                    topo = child + 1
+        self.topological_nr = topo
+        self._metadata = None
+        self._pre_hooks = None
+        self._post_hooks = None
+        self._tensor_pre_hooks = None
+
+    # -- introspection -------------------------------------------------------------
+    def name(self) -> str:
+        """PyTorch-style name, e.g. ``'MulBackward0'``."""
+        return type(self).__name__
+
+    @property
+    def next_functions(self) -> tuple[tuple[Optional["Node"], int], ...]:
+        """``((node, output_nr), ...)``, with ``(None, 0)`` for inputs that need no gradient."""
+        return tuple((None, 0) if e is None else (e[0], e[1]) for e in self.next_edges)
+
+    @property
+    def metadata(self) -> dict:
+        """A dict for user annotations (anomaly mode stores the forward stack here)."""
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+    # -- hooks ---------------------------------------------------------------------
+    def register_hook(self, fn: Callable[[tuple, tuple], Any]) -> RemovableHandle:
+        """Register ``fn(grad_inputs, grad_outputs)`` to run after the node.
+
+        ``grad_inputs`` are the gradients the node computed (one per next edge);
+        ``grad_outputs`` are the gradients it received. Returning a tuple replaces
+        ``grad_inputs``.
+        """
+        self._post_hooks, handle = _add_hook(self._post_hooks, fn)
+        return handle
+
+    def register_prehook(self, fn: Callable[[tuple], Any]) -> RemovableHandle:
+        """Register ``fn(grad_outputs)`` to run before the node; returning a tuple replaces them."""
+        self._pre_hooks, handle = _add_hook(self._pre_hooks, fn)
+        return handle
+
+    def _register_tensor_prehook(self, output_nr: int, fn: Callable) -> RemovableHandle:
+        self._tensor_pre_hooks, handle = _add_hook(self._tensor_pre_hooks, (output_nr, fn))
+        return handle
+
+    # -- execution -----------------------------------------------------------------
+    def apply(self, grad_outputs: GradList, needs: tuple[bool, ...]) -> tuple[Optional["Tensor"], ...]:
+        """Map gradients of the forward outputs to gradients of the forward inputs.
+
+        ``needs[i]`` says whether the gradient for ``next_edges[i]`` is wanted;
+        unwanted entries may be ``None``.
+        """
+        raise NotImplementedError(f"{self.name()}.apply")
+
+    def default_needs(self) -> tuple[bool, ...]:
+        return tuple(e is not None for e in self.next_edges)
+
+
+class AccumulateGrad(Node):
+    """The sink node of a leaf tensor that requires grad.
+
+    ``variable`` is the leaf. The node holds it weakly, so the leaf's lifetime is
+    the user's to decide; the leaf holds its ``AccumulateGrad`` for its whole life.
+    """
+
+    __slots__ = ("_variable_ref", "_post_accumulate_hooks")
+
+    num_inputs = 1
+
+    def __init__(self, variable: "Tensor") -> None:
+        self._set_edges((), MAX_SEQUENCE_NR)
+        self._variable_ref = weakref.ref(variable)
+        self._post_accumulate_hooks = None
+
+    @property
+    def variable(self) -> Optional["Tensor"]:
+        """The leaf tensor this node accumulates into (``None`` once it is garbage)."""
+        return self._variable_ref()
+
+    def apply(self, grad_outputs: GradList, needs: tuple[bool, ...]) -> tuple:
+        return ()
+
+    def register_post_accumulate_grad_hook(self, fn: Callable[["Tensor", "Tensor"], Any]) -> RemovableHandle:
+        """Register ``fn(variable, accumulated_grad)`` run after ``backward`` accumulates into the leaf."""
+        self._post_accumulate_hooks, handle = _add_hook(self._post_accumulate_hooks, fn)
+        return handle
+
+
+class GraphRoot(Node):
+    """Joins several roots into one node whose outputs are the seed gradients."""
+
+    __slots__ = ("seeds",)
+    num_inputs = 0
+
+    def __init__(self, roots: Sequence[GradientEdge], seeds: Sequence["Tensor"]) -> None:
+        super().__init__(roots)
+        self.seeds = tuple(seeds)
+
+    def apply(self, grad_outputs: GradList, needs: tuple[bool, ...]) -> tuple:
+        return self.seeds

@@ -1,0 +1,19 @@
+"""Exceptions raised for user mistakes.
+
+Each message names the op, the shapes and dtypes involved, and how to fix the call.
+"""
+from __future__ import annotations
+
+__all__ = ["OpError", "GradError"]
+
+
+class OpError(ValueError, TypeError):
+    """An op was called with arguments it cannot take (shapes, dtypes, indices).
+
+    Subclasses both ``ValueError`` and ``TypeError`` so code written against
+    either keeps working.
+    """
+
+
+class GradError(RuntimeError):
+    """``grad``/``backward`` was asked for something the graph cannot give."""

@@ -1,0 +1,27 @@
+"""Primitive ops, one file per family, and the registry of every declared op.
+
+Example:
+    >>> import fgraph as fg
+    >>> "mul" in fg.ops.registry
+    True
+    >>> fg.ops.registry["mul"].node_cls.__name__
+    'MulBackward0'
+"""
+from fgraph.ops._declare import OpDef, RuleContext, apply_op, declare, registry
+from fgraph.ops import elementwise, indexing, linalg, reduction, shape  # noqa: F401  (declares the ops)
+
+__all__ = ["OpDef", "RuleContext", "apply_op", "declare", "registry", "describe"]
+
+
+def describe() -> list[tuple[str, str, str]]:
+    """``(op name, node name, rule name)`` for every registered op, sorted by name.
+
+    Example:
+        >>> import fgraph as fg
+        >>> ("exp", "ExpBackward0", "_exp_rule") in fg.ops.describe()
+        True
+    """
+    return sorted(
+        (name, op.node_cls.__name__, getattr(op.rule, "__name__", "not differentiable"))
+        for name, op in registry.items()
+    )

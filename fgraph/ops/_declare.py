@@ -1,0 +1,280 @@
+"""How a primitive op is declared and run: one forward kernel, one derivative rule.
+
+A primitive is an :class:`OpDef`: a pure JAX ``forward(*arrays, **params)`` and a
+derivative ``rule(ctx, grad)`` written in fgraph's own ops. The rule's vocabulary
+is fixed — it sees only :class:`RuleContext`:
+
+* ``ctx.inputs``  — the saved inputs (Tensors, or the Python scalars passed),
+* ``ctx.result``  — the saved output (a Tensor, or a tuple for multi-output ops),
+* ``ctx.params``  — the static parameters (a named tuple),
+* ``ctx.needs``   — which inputs need a gradient,
+* ``ctx.shapes``  — the shapes of the inputs that need one (``None`` elsewhere),
+
+and ``grad`` (the gradient of the output, or a tuple of them for multi-output
+ops; missing ones are zeros). It returns one gradient per input (``None`` for
+inputs that need none), in the broadcast shape of the computation; the single
+helper :func:`fgraph.ops._broadcast.reduce_grad` sums them to each input's shape.
+
+The same rule serves both backward paths:
+
+* ``create_graph=True``: it runs on Tensors with grad mode on, so it records
+  nodes and higher derivatives come free;
+* otherwise it is traced once per shape signature into one jitted kernel on raw
+  arrays (:meth:`OpDef.rule_kernel`).
+"""
+from __future__ import annotations
+
+import functools
+from collections import namedtuple
+from typing import Any, Callable, NamedTuple, Optional, Sequence
+
+import jax
+import jax.numpy as jnp
+
+from fgraph.autograd.grad_mode import _GRAD_ENABLED, grad_enabled_now
+from fgraph.autograd.graph import Node, next_sequence_nr
+from fgraph.errors import OpError
+from fgraph.tensor import Tensor, _wrap, _wrap_output
+
+__all__ = ["OpDef", "RuleContext", "declare", "apply_op", "registry"]
+
+#: Every declared primitive, by name.
+registry: dict[str, "OpDef"] = {}
+
+Rule = Callable[["RuleContext", Any], Sequence[Optional[Tensor]]]
+
+
+class RuleContext:
+    """What a derivative rule may look at (see module docstring)."""
+
+    __slots__ = ("inputs", "result", "params", "needs", "shapes")
+
+    def __init__(self, inputs: tuple, result: Any, params: Any, needs: tuple[bool, ...], in_meta: tuple) -> None:
+        self.inputs = inputs
+        self.result = result
+        self.params = params
+        self.needs = needs
+        self.shapes = tuple(None if m is None else m[0] for m in in_meta)
+
+
+class OpDef:
+    """A primitive op: forward kernel, derivative rule and what the rule needs saved.
+
+    Args:
+        name: the op's name (``'mul'``).
+        forward: pure JAX function ``forward(*arrays, **params)``.
+        rule: derivative rule, or ``None`` for an op that has none yet.
+        params: names of the static parameters, in call order.
+        save_inputs: the rule reads ``ctx.inputs``.
+        save_result: the rule reads ``ctx.result``.
+        differentiable: ``False`` for ops whose outputs never carry gradients
+            (comparisons, argmax...).
+        num_outputs: number of outputs ``forward`` returns (as a tuple when > 1).
+        node_name: PyTorch-style node name (default ``NameBackward0``).
+        hint: ``hint(args, params) -> str`` explaining a failed call.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        forward: Callable[..., Any],
+        rule: Optional[Rule],
+        *,
+        params: Sequence[str] = (),
+        save_inputs: bool = False,
+        save_result: bool = False,
+        differentiable: bool = True,
+        num_outputs: int = 1,
+        node_name: Optional[str] = None,
+        hint: Optional[Callable[[tuple, Any], str]] = None,
+    ) -> None:
+        self.name = name
+        self.forward = forward
+        self.rule = rule
+        self.param_names = tuple(params)
+        self.Params = namedtuple(f"{name}_params", self.param_names) if params else None
+        self.save_inputs = save_inputs
+        self.save_result = save_result
+        self.differentiable = differentiable
+        self.num_outputs = num_outputs
+        self.hint = hint
+        self._kernels: dict[Any, Callable] = {}
+        self._rule_kernels: dict[Any, Callable] = {}
+        node_name = node_name or "".join(p.capitalize() for p in name.split("_")) + "Backward0"
+        self.node_cls: type[OpNode] = type(
+            node_name, (OpNode,), {"__slots__": (), "op": self, "num_inputs": num_outputs, "__module__": __name__}
+        )
+
+    def __repr__(self) -> str:
+        return f"<op {self.name}: {self.node_cls.__name__}, rule={getattr(self.rule, '__name__', None)}>"
+
+    def kernel(self, params: Any) -> Callable:
+        """The jitted forward kernel for these static parameters (compiled once, then cached)."""
+        fn = self._kernels.get(params)
+        if fn is None:
+            forward = functools.partial(self.forward, **params._asdict()) if params else self.forward
+            fn = self._kernels[params] = jax.jit(forward)
+        return fn
+
+    def rule_kernel(self, params: Any, needs: tuple, in_meta: tuple, out_meta: tuple) -> Callable:
+        """The rule traced on raw arrays into one jitted kernel for this signature."""
+        key = (params, needs, in_meta, out_meta)
+        fn = self._rule_kernels.get(key)
+        if fn is None:
+            fn = self._rule_kernels[key] = jax.jit(
+                functools.partial(_traced_rule, self, params, needs, in_meta, out_meta)
+            )
+        return fn
+
+
+def declare(name: str, forward: Callable[..., Any], rule: Optional[Rule], **options: Any) -> OpDef:
+    """Declare a primitive and add it to :data:`registry`."""
+    if name in registry:
+        raise ValueError(f"op '{name}' is declared twice")
+    op = registry[name] = OpDef(name, forward, rule, **options)
+    return op
+
+
+# -- running an op forward (hot path) ---------------------------------------------------
+def apply_op(op: OpDef, args: tuple, params: Any = None) -> Any:
+    """Run ``op`` on ``args`` (Tensors or Python scalars) and record its node if needed."""
+    arrays = [a.data if isinstance(a, Tensor) else a for a in args]
+    kernel = op._kernels.get(params)
+    if kernel is None:
+        kernel = op.kernel(params)
+    try:
+        out = kernel(*arrays)
+    except (TypeError, ValueError, IndexError) as exc:
+        raise _explain(op, args, params, exc) from None
+
+    if op.differentiable and _GRAD_ENABLED.get():
+        edges = tuple([a._edge if isinstance(a, Tensor) else None for a in args])
+        if edges.count(None) != len(edges):
+            return _record(op, args, arrays, params, edges, out)
+    if op.num_outputs == 1:
+        return _wrap(out)
+    return tuple([_wrap(o) for o in out])
+
+
+def _record(op: OpDef, args: tuple, arrays: list, params: Any, edges: tuple, out: Any) -> Any:
+    node = object.__new__(op.node_cls)
+    node._set_edges(edges, next_sequence_nr())
+    node.params = params
+    node.needs = tuple([e is not None for e in edges])
+    node.in_meta = tuple([None if e is None else (x.shape, x.dtype) for e, x in zip(edges, arrays)])
+    node.saved_inputs = args if op.save_inputs else None
+    if op.num_outputs == 1:
+        node.saved_result = out if op.save_result else None
+        node.out_meta = None
+        return _wrap_output(out, node, 0)
+    node.saved_result = tuple(out) if op.save_result else None
+    node.out_meta = tuple((o.shape, o.dtype) for o in out)
+    return tuple(
+        _wrap_output(o, node, i) if jnp.issubdtype(o.dtype, jnp.inexact) else _wrap(o) for i, o in enumerate(out)
+    )
+
+
+def _explain(op: OpDef, args: tuple, params: Any, exc: Exception) -> OpError:
+    described = ", ".join(_describe(a) for a in args)
+    first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    hint = op.hint(args, params) if op.hint is not None else ""
+    settings = f" with {params._asdict()}" if params else ""
+    msg = f"{op.name}: invalid arguments ({described}){settings}: {first_line}"
+    if hint:
+        msg += f". {hint}"
+    return OpError(msg)
+
+
+def _describe(a: Any) -> str:
+    if isinstance(a, Tensor) or hasattr(a, "shape"):
+        return f"shape {tuple(a.shape)} {a.dtype}"
+    return repr(a)
+
+
+# -- the node every primitive records ----------------------------------------------------
+class OpNode(Node):
+    """Backward node of a declared primitive. Each op gets a subclass named like ``MulBackward0``."""
+
+    __slots__ = ("params", "needs", "in_meta", "out_meta", "saved_inputs", "saved_result")
+    op: OpDef
+
+    def default_needs(self) -> tuple[bool, ...]:
+        return self.needs
+
+    def apply(self, grad_outputs: Sequence[Optional[Tensor]], needs: tuple[bool, ...]) -> tuple:
+        op = self.op
+        if op.rule is None:
+            raise _missing_rule(self, needs)
+        if grad_enabled_now():
+            return self._apply_recorded(grad_outputs, needs)
+        kernel = op.rule_kernel(self.params, needs, self.in_meta, self.out_meta)
+        if op.num_outputs == 1:
+            grads: Any = grad_outputs[0].data
+        else:
+            grads = tuple([None if g is None else g.data for g in grad_outputs])
+        saved = self.saved_inputs
+        if saved is not None:
+            saved = tuple([a.data if isinstance(a, Tensor) else a for a in saved])
+        outs = kernel(grads, saved, self.saved_result)
+        return tuple([None if o is None else _wrap(o) for o in outs])
+
+    def _apply_recorded(self, grad_outputs: Sequence[Optional[Tensor]], needs: tuple[bool, ...]) -> tuple:
+        op = self.op
+        result = self.saved_result
+        if result is not None:
+            if op.num_outputs == 1:
+                result = _wrap_output(result, self, 0)
+            else:
+                result = tuple(_wrap_output(r, self, i) for i, r in enumerate(result))
+        ctx = RuleContext(self.saved_inputs, result, self.params, needs, self.in_meta)
+        if op.num_outputs == 1:
+            grads: Any = grad_outputs[0]
+        else:
+            grads = _fill_zeros(grad_outputs, self.out_meta, Tensor_zeros)
+        return _finish(op.rule(ctx, grads), needs, self.in_meta, self)
+
+
+def Tensor_zeros(shape: tuple, dtype: Any) -> Tensor:
+    return _wrap(jnp.zeros(shape, dtype))
+
+
+def _fill_zeros(grads: Sequence[Any], out_meta: tuple, zeros: Callable) -> tuple:
+    return tuple(zeros(*meta) if g is None else g for g, meta in zip(grads, out_meta))
+
+
+def _traced_rule(op: OpDef, params: Any, needs: tuple, in_meta: tuple, out_meta: tuple,
+                 grads: Any, saved_inputs: Any, saved_result: Any) -> tuple:
+    """Body of a rule kernel: the rule run on tracer-backed Tensors with grad mode off."""
+    token = _GRAD_ENABLED.set(False)
+    try:
+        inputs = None if saved_inputs is None else tuple(_wrap(jnp.asarray(a)) for a in saved_inputs)
+        if op.num_outputs == 1:
+            result = None if saved_result is None else _wrap(saved_result)
+            g: Any = _wrap(grads)
+        else:
+            result = None if saved_result is None else tuple(_wrap(r) for r in saved_result)
+            g = _fill_zeros([None if x is None else _wrap(x) for x in grads], out_meta, Tensor_zeros)
+        outs = _finish(op.rule(RuleContext(inputs, result, params, needs, in_meta), g), needs, in_meta, None)
+        return tuple(None if o is None else o.data for o in outs)
+    finally:
+        _GRAD_ENABLED.reset(token)
+
+
+def _finish(outs: Any, needs: tuple, in_meta: tuple, node: Optional[Node]) -> tuple:
+    from fgraph.ops._broadcast import reduce_grad
+
+    if isinstance(outs, Tensor) or not isinstance(outs, (tuple, list)):
+        outs = (outs,)
+    if len(outs) != len(needs):
+        raise RuntimeError(f"derivative rule returned {len(outs)} gradients for {len(needs)} inputs")
+    return tuple(
+        reduce_grad(o, *meta) if need and o is not None else None for o, need, meta in zip(outs, needs, in_meta)
+    )
+
+
+def _missing_rule(node: OpNode, needs: tuple) -> RuntimeError:
+    wanted = [i for i, n in enumerate(needs) if n]
+    return RuntimeError(
+        f"the derivative for '{node.op.name}' is not implemented (needed for input {wanted}); "
+        f"{node.name()} cannot propagate gradients. Detach that input or use a differentiable op."
+    )

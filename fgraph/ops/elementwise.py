@@ -1,0 +1,440 @@
+"""Elementwise ops: arithmetic, transcendental functions, comparisons, casts.
+
+Each primitive is one ``declare`` line plus its derivative rule, written in
+fgraph ops so that it can itself be differentiated.
+
+Example:
+    >>> import fgraph as fg
+    >>> x = fg.tensor([1.0, 4.0], requires_grad=True)
+    >>> (gx,) = fg.grad(fg.sqrt(x).sum(), [x])
+    >>> gx.tolist()
+    [0.5, 0.25]
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from fgraph._dtypes import canonical_dtype
+from fgraph.ops._declare import apply_op, declare
+from fgraph.tensor import Tensor, _wrap
+
+Number = Any  # Tensor or Python scalar
+
+
+def _shapes_hint(args: tuple, params: Any) -> str:
+    shapes = [tuple(a.shape) for a in args if isinstance(a, Tensor)]
+    return (
+        f"Shapes {shapes} must broadcast: align them from the right, where each pair of sizes "
+        "is equal or one of them is 1 (use unsqueeze/reshape to add dimensions)."
+    )
+
+
+def zeros_of(t: Tensor) -> Tensor:
+    """Zeros with ``t``'s shape and dtype, outside the graph (for zero-gradient rules)."""
+    return _wrap(jnp.zeros(t.shape, t.dtype))
+
+
+# -- arithmetic ---------------------------------------------------------------------------
+def _add_rule(ctx, g):
+    return g, g
+
+
+def _sub_rule(ctx, g):
+    return g, -g
+
+
+def _mul_rule(ctx, g):
+    a, b = ctx.inputs
+    return g * b, g * a
+
+
+def _div_rule(ctx, g):
+    a, b = ctx.inputs
+    ga = g / b if ctx.needs[0] else None
+    gb = -g * a / (b * b) if ctx.needs[1] else None
+    return ga, gb
+
+
+def _neg_rule(ctx, g):
+    return (-g,)
+
+
+ADD = declare("add", jnp.add, _add_rule, hint=_shapes_hint)
+SUB = declare("sub", jnp.subtract, _sub_rule, hint=_shapes_hint)
+MUL = declare("mul", jnp.multiply, _mul_rule, save_inputs=True, hint=_shapes_hint)
+DIV = declare("div", jnp.true_divide, _div_rule, save_inputs=True, hint=_shapes_hint)
+NEG = declare("neg", jnp.negative, _neg_rule)
+
+
+def add(input: Number, other: Number, *, alpha: Number = 1) -> Tensor:
+    """``input + alpha * other`` with broadcasting.
+
+    Example:
+        >>> import fgraph as fg
+        >>> fg.add(fg.tensor([1.0, 2.0]), 1.0).tolist()
+        [2.0, 3.0]
+    """
+    if alpha != 1:
+        other = mul(other, alpha)
+    return apply_op(ADD, (input, other))
+
+
+def sub(input: Number, other: Number, *, alpha: Number = 1) -> Tensor:
+    """``input - alpha * other`` with broadcasting."""
+    if alpha != 1:
+        other = mul(other, alpha)
+    return apply_op(SUB, (input, other))
+
+
+def mul(input: Number, other: Number) -> Tensor:
+    """Elementwise product with broadcasting."""
+    return apply_op(MUL, (input, other))
+
+
+def div(input: Number, other: Number) -> Tensor:
+    """True division with broadcasting (``torch.div`` without ``rounding_mode``)."""
+    return apply_op(DIV, (input, other))
+
+
+true_divide = div
+
+
+def neg(input: Tensor) -> Tensor:
+    """``-input``."""
+    return apply_op(NEG, (input,))
+
+
+# -- powers ------------------------------------------------------------------------------------
+def _pow_scalar_forward(x, *, exponent):
+    return jnp.power(x, exponent)
+
+
+def _pow_scalar_rule(ctx, g):
+    (x,) = ctx.inputs
+    p = ctx.params.exponent
+    if p == 0:
+        return (zeros_of(g),)
+    return (g * p * pow(x, p - 1),)
+
+
+def _pow_tensor_rule(ctx, g):
+    a, b = ctx.inputs
+    ga = g * b * pow(a, b - 1) if ctx.needs[0] else None
+    gb = None
+    if ctx.needs[1]:
+        # d/db a**b = a**b * log(a); PyTorch defines it as 0 where a == 0 and b >= 0.
+        at_zero = logical_and(eq(a, 0), ge(b, 0))
+        gb = where(at_zero, 0.0, g * ctx.result * log(a))
+    return ga, gb
+
+
+POW = declare("pow", _pow_scalar_forward, _pow_scalar_rule, params=("exponent",), save_inputs=True,
+              node_name="PowBackward0")
+POW_TENSOR = declare("pow_tensor", jnp.power, _pow_tensor_rule, save_inputs=True, save_result=True,
+                     node_name="PowBackward1", hint=_shapes_hint)
+
+
+def pow(input: Number, exponent: Number) -> Tensor:
+    """``input ** exponent``; a Python-number exponent records ``PowBackward0``, a tensor one ``PowBackward1``.
+
+    Example:
+        >>> import fgraph as fg
+        >>> fg.pow(fg.tensor([3.0]), 2).tolist()
+        [9.0]
+    """
+    if isinstance(input, Tensor) and not isinstance(exponent, Tensor) and np.ndim(exponent) == 0:
+        return apply_op(POW, (input,), POW.Params(_hashable_scalar(exponent)))
+    return apply_op(POW_TENSOR, (input, exponent))
+
+
+def _hashable_scalar(v: Any) -> Any:
+    if isinstance(v, (int, float, bool, complex)):
+        return v
+    return np.asarray(v).item()
+
+
+# -- unary functions ----------------------------------------------------------------------------
+def _exp_rule(ctx, g):
+    return (g * ctx.result,)
+
+
+def _log_rule(ctx, g):
+    return (g / ctx.inputs[0],)
+
+
+def _sin_rule(ctx, g):
+    return (g * cos(ctx.inputs[0]),)
+
+
+def _cos_rule(ctx, g):
+    return (-g * sin(ctx.inputs[0]),)
+
+
+def _tanh_rule(ctx, g):
+    y = ctx.result
+    return (g * (1 - y * y),)
+
+
+def _sigmoid_rule(ctx, g):
+    y = ctx.result
+    return (g * y * (1 - y),)
+
+
+def _relu_rule(ctx, g):
+    return (where(gt(ctx.result, 0), g, 0.0),)
+
+
+def _sqrt_rule(ctx, g):
+    return (g / (2 * ctx.result),)
+
+
+def _abs_rule(ctx, g):
+    return (g * sign(ctx.inputs[0]),)
+
+
+def _zero_rule(ctx, g):
+    """For piecewise-constant ops (sign, floor...): the gradient is zero, as in PyTorch."""
+    return (zeros_of(g),)
+
+
+EXP = declare("exp", jnp.exp, _exp_rule, save_result=True)
+LOG = declare("log", jnp.log, _log_rule, save_inputs=True)
+SIN = declare("sin", jnp.sin, _sin_rule, save_inputs=True)
+COS = declare("cos", jnp.cos, _cos_rule, save_inputs=True)
+TANH = declare("tanh", jnp.tanh, _tanh_rule, save_result=True)
+SIGMOID = declare("sigmoid", jax.nn.sigmoid, _sigmoid_rule, save_result=True)
+RELU = declare("relu", jax.nn.relu, _relu_rule, save_result=True)
+SQRT = declare("sqrt", jnp.sqrt, _sqrt_rule, save_result=True)
+ABS = declare("abs", jnp.abs, _abs_rule, save_inputs=True)
+SIGN = declare("sign", jnp.sign, _zero_rule)
+
+
+def exp(input: Tensor) -> Tensor:
+    """Elementwise ``e**input``."""
+    return apply_op(EXP, (input,))
+
+
+def log(input: Tensor) -> Tensor:
+    """Natural logarithm."""
+    return apply_op(LOG, (input,))
+
+
+def sin(input: Tensor) -> Tensor:
+    """Sine."""
+    return apply_op(SIN, (input,))
+
+
+def cos(input: Tensor) -> Tensor:
+    """Cosine."""
+    return apply_op(COS, (input,))
+
+
+def tanh(input: Tensor) -> Tensor:
+    """Hyperbolic tangent."""
+    return apply_op(TANH, (input,))
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    """Logistic sigmoid ``1 / (1 + exp(-input))``."""
+    return apply_op(SIGMOID, (input,))
+
+
+def relu(input: Tensor) -> Tensor:
+    """``max(input, 0)``; the gradient at 0 is 0, as in PyTorch."""
+    return apply_op(RELU, (input,))
+
+
+def sqrt(input: Tensor) -> Tensor:
+    """Square root."""
+    return apply_op(SQRT, (input,))
+
+
+def abs(input: Tensor) -> Tensor:
+    """Absolute value; the gradient at 0 is 0, as in PyTorch."""
+    return apply_op(ABS, (input,))
+
+
+def sign(input: Tensor) -> Tensor:
+    """-1, 0 or 1 by the sign of each element (zero gradient)."""
+    return apply_op(SIGN, (input,))
+
+
+# -- binary selections -------------------------------------------------------------------------
+def _maximum_rule(ctx, g):
+    a, b = ctx.inputs
+    # Ties split the gradient evenly between both inputs, as in PyTorch.
+    half = g * 0.5
+    ga = where(gt(a, b), g, where(eq(a, b), half, 0.0)) if ctx.needs[0] else None
+    gb = where(lt(a, b), g, where(eq(a, b), half, 0.0)) if ctx.needs[1] else None
+    return ga, gb
+
+
+def _minimum_rule(ctx, g):
+    a, b = ctx.inputs
+    half = g * 0.5
+    ga = where(lt(a, b), g, where(eq(a, b), half, 0.0)) if ctx.needs[0] else None
+    gb = where(gt(a, b), g, where(eq(a, b), half, 0.0)) if ctx.needs[1] else None
+    return ga, gb
+
+
+def _where_rule(ctx, g):
+    cond = ctx.inputs[0]
+    ga = where(cond, g, 0.0) if ctx.needs[1] else None
+    gb = where(cond, 0.0, g) if ctx.needs[2] else None
+    return None, ga, gb
+
+
+def _clamp_forward(x, *, min, max):
+    return jnp.clip(x, min, max)
+
+
+def _clamp_rule(ctx, g):
+    (x,) = ctx.inputs
+    lo, hi = ctx.params.min, ctx.params.max
+    inside = None
+    if lo is not None:
+        inside = ge(x, lo)
+    if hi is not None:
+        below = le(x, hi)
+        inside = below if inside is None else logical_and(inside, below)
+    return (g if inside is None else where(inside, g, 0.0),)
+
+
+MAXIMUM = declare("maximum", jnp.maximum, _maximum_rule, save_inputs=True, hint=_shapes_hint)
+MINIMUM = declare("minimum", jnp.minimum, _minimum_rule, save_inputs=True, hint=_shapes_hint)
+WHERE = declare("where", jnp.where, _where_rule, save_inputs=True, hint=_shapes_hint)
+CLAMP = declare("clamp", _clamp_forward, _clamp_rule, params=("min", "max"), save_inputs=True)
+
+
+def maximum(input: Number, other: Number) -> Tensor:
+    """Elementwise maximum; at ties each input gets half the gradient."""
+    return apply_op(MAXIMUM, (input, other))
+
+
+def minimum(input: Number, other: Number) -> Tensor:
+    """Elementwise minimum; at ties each input gets half the gradient."""
+    return apply_op(MINIMUM, (input, other))
+
+
+def where(condition: Tensor, input: Number, other: Number) -> Tensor:
+    """``input`` where ``condition`` holds, else ``other`` (broadcasting all three).
+
+    Example:
+        >>> import fgraph as fg
+        >>> x = fg.tensor([-1.0, 2.0])
+        >>> fg.where(x > 0, x, 0.0).tolist()
+        [0.0, 2.0]
+    """
+    if isinstance(condition, Tensor) and condition.dtype != np.bool_:
+        raise TypeError(
+            f"where: condition must be a bool tensor, got dtype {condition.dtype}; compare first, e.g. x > 0."
+        )
+    return apply_op(WHERE, (condition, input, other))
+
+
+def clamp(input: Tensor, min: Optional[Number] = None, max: Optional[Number] = None) -> Tensor:
+    """Clamp into ``[min, max]``; the gradient passes where ``min <= input <= max``.
+
+    Tensor bounds are supported through :func:`maximum`/:func:`minimum`.
+    """
+    if min is None and max is None:
+        raise ValueError("clamp: at least one of min or max must be given.")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        out = input
+        if min is not None:
+            out = maximum(out, min)
+        if max is not None:
+            out = minimum(out, max)
+        return out
+    params = CLAMP.Params(None if min is None else _hashable_scalar(min), None if max is None else _hashable_scalar(max))
+    return apply_op(CLAMP, (input,), params)
+
+
+clip = clamp
+
+
+# -- comparisons and logic (never differentiable) ---------------------------------------------------
+EQ = declare("eq", jnp.equal, None, differentiable=False, hint=_shapes_hint)
+NE = declare("ne", jnp.not_equal, None, differentiable=False, hint=_shapes_hint)
+LT = declare("lt", jnp.less, None, differentiable=False, hint=_shapes_hint)
+LE = declare("le", jnp.less_equal, None, differentiable=False, hint=_shapes_hint)
+GT = declare("gt", jnp.greater, None, differentiable=False, hint=_shapes_hint)
+GE = declare("ge", jnp.greater_equal, None, differentiable=False, hint=_shapes_hint)
+LOGICAL_AND = declare("logical_and", jnp.logical_and, None, differentiable=False, hint=_shapes_hint)
+LOGICAL_OR = declare("logical_or", jnp.logical_or, None, differentiable=False, hint=_shapes_hint)
+LOGICAL_NOT = declare("logical_not", jnp.logical_not, None, differentiable=False)
+
+
+def eq(input: Number, other: Number) -> Tensor:
+    """Elementwise ``==`` (a bool tensor, never requires grad)."""
+    return apply_op(EQ, (input, other))
+
+
+def ne(input: Number, other: Number) -> Tensor:
+    """Elementwise ``!=``."""
+    return apply_op(NE, (input, other))
+
+
+def lt(input: Number, other: Number) -> Tensor:
+    """Elementwise ``<``."""
+    return apply_op(LT, (input, other))
+
+
+def le(input: Number, other: Number) -> Tensor:
+    """Elementwise ``<=``."""
+    return apply_op(LE, (input, other))
+
+
+def gt(input: Number, other: Number) -> Tensor:
+    """Elementwise ``>``."""
+    return apply_op(GT, (input, other))
+
+
+def ge(input: Number, other: Number) -> Tensor:
+    """Elementwise ``>=``."""
+    return apply_op(GE, (input, other))
+
+
+def logical_and(input: Number, other: Number) -> Tensor:
+    """Elementwise logical and."""
+    return apply_op(LOGICAL_AND, (input, other))
+
+
+def logical_or(input: Number, other: Number) -> Tensor:
+    """Elementwise logical or."""
+    return apply_op(LOGICAL_OR, (input, other))
+
+
+def logical_not(input: Tensor) -> Tensor:
+    """Elementwise logical not."""
+    return apply_op(LOGICAL_NOT, (input,))
+
+
+# -- casts ------------------------------------------------------------------------------------------
+def _to_dtype_forward(x, *, dtype):
+    return x.astype(dtype)
+
+
+def _to_dtype_rule(ctx, g):
+    return (g,)  # reduce_grad casts back to the input's dtype
+
+
+TO_DTYPE = declare("to_dtype", _to_dtype_forward, _to_dtype_rule, params=("dtype",), node_name="ToCopyBackward0")
+
+
+def to_dtype(input: Tensor, dtype: Any) -> Tensor:
+    """Cast to ``dtype``; gradients flow back between floating dtypes.
+
+    Casting to an integer or bool dtype leaves the graph.
+    """
+    dt = canonical_dtype(dtype, "to")
+    if input.dtype == dt:
+        return input
+    out = apply_op(TO_DTYPE, (input,), TO_DTYPE.Params(dt))
+    if out.requires_grad and not jnp.issubdtype(dt, jnp.inexact):
+        return out.detach()
+    return out

@@ -1,0 +1,404 @@
+"""The Tensor record and creation functions.
+
+A :class:`Tensor` is an immutable record around a ``jax.Array`` (or a JAX tracer
+while traced). Its autograd fields are ``requires_grad``, ``grad_fn`` and
+``output_nr``; ``is_leaf`` is derived. Every op returns a new record.
+
+Example:
+    >>> import fgraph as fg
+    >>> x = fg.tensor([1.0, 2.0], requires_grad=True)
+    >>> y = x * 3
+    >>> y
+    tensor([3., 6.], grad_fn=<MulBackward0>)
+    >>> y.is_leaf, x.is_leaf
+    (False, True)
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from fgraph._dtypes import canonical_dtype, default_float_dtype, is_differentiable_dtype
+from fgraph.autograd.graph import AccumulateGrad, GradientEdge, Node, RemovableHandle, make_edge
+
+__all__ = [
+    "Tensor",
+    "tensor",
+    "as_tensor",
+    "zeros",
+    "ones",
+    "full",
+    "arange",
+    "zeros_like",
+    "ones_like",
+    "full_like",
+]
+
+_new_object = object.__new__
+
+
+class Tensor:
+    """An immutable n-dimensional array that can take part in the backward graph.
+
+    Fields: ``data`` (a ``jax.Array``), ``grad_fn`` (the :class:`Node` that made it,
+    ``None`` for leaves), ``output_nr`` (which output of ``grad_fn`` it is).
+    Assigning any attribute raises ``AttributeError``.
+
+    ``Tensor(data, requires_grad=False)`` makes a leaf from an array-like.
+    """
+
+    __slots__ = ("data", "grad_fn", "output_nr", "_edge", "__weakref__")
+    __array_priority__ = 1000  # numpy defers binary ops to Tensor
+
+    data: jax.Array
+    grad_fn: Optional[Node]
+    output_nr: int
+
+    def __init__(self, data: Any, requires_grad: bool = False) -> None:
+        array = data.data if isinstance(data, Tensor) else _to_array(data, None, "Tensor")
+        _init_leaf(self, array, requires_grad)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(
+            f"Tensor is immutable: cannot assign '{name}'. Ops return new tensors; "
+            "use detach(), requires_grad_(), or an op to make a new record."
+        )
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Tensor is immutable: cannot delete '{name}'.")
+
+    # -- derived fields ----------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        return self._edge is not None
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.data.shape)
+
+    def size(self, dim: Optional[int] = None) -> Any:
+        return self.shape if dim is None else self.shape[dim]
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.data.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self.data.ndim
+
+    def dim(self) -> int:
+        return self.data.ndim
+
+    def numel(self) -> int:
+        return int(self.data.size)
+
+    @property
+    def device(self) -> Any:
+        """The device holding the data (``None`` while traced)."""
+        devices = getattr(self.data, "devices", None)
+        if devices is None or isinstance(self.data, jax.core.Tracer):
+            return None
+        return next(iter(devices()))
+
+    def __len__(self) -> int:
+        if self.data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.data.shape[0]
+
+    # -- leaving the graph -----------------------------------------------------------------
+    def detach(self) -> "Tensor":
+        """A new leaf with the same data that does not require grad."""
+        return _wrap(self.data)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        """Return a new leaf with the same data and the given ``requires_grad``.
+
+        Unlike PyTorch this does not modify ``self`` (records are immutable).
+        """
+        if self.grad_fn is not None:
+            raise RuntimeError(
+                "requires_grad_: only leaf tensors can be re-marked; call detach() first "
+                "to make a leaf from a computed tensor."
+            )
+        out = _new_object(Tensor)
+        _init_leaf(out, self.data, requires_grad)
+        return out
+
+    def numpy(self) -> np.ndarray:
+        """The data as a NumPy array (not available while traced)."""
+        return np.asarray(self.data)
+
+    def tolist(self) -> Any:
+        return self.numpy().tolist()
+
+    def item(self) -> Any:
+        """The value of a one-element tensor as a Python scalar."""
+        if self.data.size != 1:
+            raise ValueError(f"item(): tensor has {self.data.size} elements, expected 1 (shape {self.shape}).")
+        return self.numpy().reshape(()).item()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        arr = np.asarray(self.data)
+        return arr if dtype is None else arr.astype(dtype)
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __bool__(self) -> bool:
+        if self.data.size != 1:
+            raise RuntimeError(
+                f"bool(): the truth value of a tensor with {self.data.size} elements is ambiguous; "
+                "use .any() or .all()."
+            )
+        return bool(self.item())
+
+    def __index__(self) -> int:
+        return int(self.item())
+
+    __hash__ = object.__hash__  # identity, so tensors work as dict keys (see Gradients)
+
+    # -- hooks -------------------------------------------------------------------------
+    def register_hook(self, fn: Callable[["Tensor"], Optional["Tensor"]]) -> RemovableHandle:
+        """Register ``fn(grad)`` to run when the gradient for this tensor is computed.
+
+        Returning a tensor replaces the gradient. The hook lives on the graph (this
+        tensor's ``grad_fn`` for its ``output_nr``, or the leaf's ``AccumulateGrad``),
+        so it fires for every backward pass that reaches that edge.
+        """
+        if self._edge is None:
+            raise RuntimeError(
+                "register_hook: cannot register a hook on a tensor that doesn't require gradient."
+            )
+        node, output_nr = self._edge
+        return node._register_tensor_prehook(output_nr, fn)
+
+    def register_post_accumulate_grad_hook(self, fn: Callable[["Tensor", "Tensor"], Any]) -> RemovableHandle:
+        """Register ``fn(leaf, grad)`` run after ``backward`` accumulated this leaf's gradient."""
+        if self._edge is None or self.grad_fn is not None:
+            raise RuntimeError(
+                "register_post_accumulate_grad_hook: only leaf tensors that require grad have an AccumulateGrad."
+            )
+        return self._edge[0].register_post_accumulate_grad_hook(fn)
+
+    # -- autograd entry points ---------------------------------------------------------
+    def backward(
+        self,
+        gradient: Optional["Tensor"] = None,
+        retain_graph: Optional[bool] = None,
+        create_graph: bool = False,
+        inputs: Optional[Sequence["Tensor"]] = None,
+    ) -> Any:
+        """Same as ``fgraph.backward(self, gradient, ...)``: returns :class:`fgraph.Gradients`."""
+        from fgraph.autograd.engine import backward
+
+        return backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
+
+    # -- printing ----------------------------------------------------------------------
+    def __repr__(self) -> str:
+        if isinstance(self.data, jax.core.Tracer):
+            body = f"Traced<{self.data.aval.str_short()}>"
+        else:
+            body = np.array2string(
+                np.asarray(self.data), separator=", ", prefix="tensor(", precision=4, suppress_small=True
+            )
+        extras = []
+        if self.data.dtype not in (np.dtype("float32"), np.dtype("int32"), np.dtype("bool")):
+            extras.append(f"dtype={self.data.dtype}")
+        if self.grad_fn is not None:
+            extras.append(f"grad_fn=<{self.grad_fn.name()}>")
+        elif self._edge is not None:
+            extras.append("requires_grad=True")
+        return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+
+
+# -- record construction (hot path) ------------------------------------------------------
+_set_data = Tensor.__dict__["data"].__set__
+_set_grad_fn = Tensor.__dict__["grad_fn"].__set__
+_set_output_nr = Tensor.__dict__["output_nr"].__set__
+_set_edge = Tensor.__dict__["_edge"].__set__
+
+
+def _wrap(data: Any) -> Tensor:
+    """A record that does not require grad (no checks; ``data`` is already an array)."""
+    t = _new_object(Tensor)
+    _set_data(t, data)
+    _set_grad_fn(t, None)
+    _set_output_nr(t, 0)
+    _set_edge(t, None)
+    return t
+
+
+def _wrap_output(data: Any, node: Node, output_nr: int) -> Tensor:
+    """A record produced by ``node`` as its output ``output_nr``."""
+    t = _new_object(Tensor)
+    _set_data(t, data)
+    _set_grad_fn(t, node)
+    _set_output_nr(t, output_nr)
+    _set_edge(t, make_edge(node, output_nr))
+    return t
+
+
+def _init_leaf(t: Tensor, data: Any, requires_grad: bool) -> None:
+    _set_data(t, data)
+    _set_grad_fn(t, None)
+    _set_output_nr(t, 0)
+    if requires_grad:
+        if not is_differentiable_dtype(data.dtype):
+            raise TypeError(
+                f"requires_grad=True needs a floating point or complex tensor, got dtype {data.dtype}. "
+                "Only floating point and complex tensors can require gradients; convert with "
+                ".float() (or pass dtype=fgraph.float32)."
+            )
+        _set_edge(t, make_edge(AccumulateGrad(t), 0))
+    else:
+        _set_edge(t, None)
+
+
+def _to_array(data: Any, dtype: Optional[np.dtype], op: str) -> jax.Array:
+    if isinstance(data, Tensor):
+        array = data.data
+        return array if dtype is None else array.astype(dtype)
+    if isinstance(data, (jax.Array, jax.core.Tracer)):
+        return data if dtype is None else data.astype(dtype)
+    if isinstance(data, np.ndarray) or np.isscalar(data):
+        host = np.asarray(data)
+    else:
+        try:
+            host = np.asarray(_unwrap_nested(data))
+        except (ValueError, TypeError) as exc:
+            raise TypeError(f"{op}: cannot make a tensor from {type(data).__name__}: {exc}") from None
+    if dtype is None and host.dtype.kind == "f" and not isinstance(data, np.ndarray):
+        dtype = default_float_dtype()  # Python floats -> float32, as in PyTorch
+    if host.dtype.kind == "O":
+        raise TypeError(f"{op}: cannot make a tensor from objects of type {type(data).__name__}.")
+    return jnp.asarray(host, dtype=dtype)
+
+
+def _unwrap_nested(data: Any) -> Any:
+    if isinstance(data, Tensor):
+        return np.asarray(data.data)
+    if isinstance(data, (list, tuple)):
+        return [_unwrap_nested(d) for d in data]
+    return data
+
+
+# -- creation functions ----------------------------------------------------------------------
+def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """Make a leaf tensor from nested lists, scalars, NumPy or JAX arrays.
+
+    Python floats become float32 (PyTorch's default); ints follow JAX's default
+    integer. ``dtype`` overrides both.
+
+    Example:
+        >>> import fgraph as fg
+        >>> fg.tensor([[1, 2], [3, 4]], dtype=fg.float32).shape
+        (2, 2)
+    """
+    dt = canonical_dtype(dtype, "tensor")
+    t = _new_object(Tensor)
+    _init_leaf(t, _to_array(data, dt, "tensor"), requires_grad)
+    return t
+
+
+def as_tensor(data: Any, dtype: Any = None) -> Tensor:
+    """Return ``data`` unchanged if it is a Tensor of the right dtype, else ``tensor(data, dtype)``."""
+    if isinstance(data, Tensor) and (dtype is None or data.dtype == np.dtype(dtype)):
+        return data
+    return tensor(data, dtype=dtype)
+
+
+def _shape_arg(shape: tuple) -> tuple[int, ...]:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    return tuple(int(s) for s in shape)
+
+
+def _creation_dtype(dtype: Any, op: str) -> np.dtype:
+    dt = canonical_dtype(dtype, op)
+    return default_float_dtype() if dt is None else dt
+
+
+def zeros(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """A tensor of zeros. ``fg.zeros(2, 3)`` or ``fg.zeros((2, 3))``.
+
+    Example:
+        >>> import fgraph as fg
+        >>> fg.zeros(2, 3).shape
+        (2, 3)
+    """
+    return tensor(jnp.zeros(_shape_arg(shape), _creation_dtype(dtype, "zeros")), requires_grad=requires_grad)
+
+
+def ones(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """A tensor of ones. ``fg.ones(2, 3)`` or ``fg.ones((2, 3))``.
+
+    Example:
+        >>> import fgraph as fg
+        >>> fg.ones(3).tolist()
+        [1.0, 1.0, 1.0]
+    """
+    return tensor(jnp.ones(_shape_arg(shape), _creation_dtype(dtype, "ones")), requires_grad=requires_grad)
+
+
+def full(shape: Sequence[int], fill_value: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """A tensor filled with ``fill_value``.
+
+    Example:
+        >>> import fgraph as fg
+        >>> fg.full((2,), 7.0).tolist()
+        [7.0, 7.0]
+    """
+    dt = canonical_dtype(dtype, "full")
+    if dt is None:
+        dt = np.asarray(fill_value).dtype
+        dt = default_float_dtype() if dt.kind == "f" else jnp.asarray(fill_value).dtype
+    return tensor(jnp.full(_shape_arg((shape,)) if not isinstance(shape, int) else (shape,), fill_value, dt),
+                  requires_grad=requires_grad)
+
+
+def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """Values from ``start`` to ``end`` (exclusive) by ``step``, like ``torch.arange``.
+
+    Example:
+        >>> import fgraph as fg
+        >>> fg.arange(4).tolist()
+        [0, 1, 2, 3]
+    """
+    if end is None:
+        start, end = 0, start
+    dt = canonical_dtype(dtype, "arange")
+    if dt is None and any(isinstance(v, float) for v in (start, end, step)):
+        dt = default_float_dtype()
+    return tensor(jnp.arange(start, end, step, dtype=dt), requires_grad=requires_grad)
+
+
+def zeros_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """Zeros with the shape (and dtype, unless given) of ``t``."""
+    return tensor(jnp.zeros_like(_data(t), dtype=canonical_dtype(dtype, "zeros_like")), requires_grad=requires_grad)
+
+
+def ones_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """Ones with the shape (and dtype, unless given) of ``t``."""
+    return tensor(jnp.ones_like(_data(t), dtype=canonical_dtype(dtype, "ones_like")), requires_grad=requires_grad)
+
+
+def full_like(t: Tensor, fill_value: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """``fill_value`` with the shape (and dtype, unless given) of ``t``."""
+    return tensor(
+        jnp.full_like(_data(t), fill_value, dtype=canonical_dtype(dtype, "full_like")), requires_grad=requires_grad
+    )
+
+
+def _data(t: Any) -> Any:
+    return t.data if isinstance(t, Tensor) else jnp.asarray(t)
