@@ -81,7 +81,7 @@ class Tensor:
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return tuple(self.data.shape)
+        return self.data.shape
 
     def size(self, dim: Optional[int] = None) -> Any:
         return self.shape if dim is None else self.shape[dim]

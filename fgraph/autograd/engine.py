@@ -228,7 +228,7 @@ def _execute(roots: tuple, seeds: list, inputs: Optional[tuple], create_graph: b
 
     if len(roots) == 1:
         graph_root, root_nr = roots[0]._edge
-        buffers = {graph_root: _new_buffer(graph_root)}
+        buffers = {graph_root: [None] * graph_root.num_inputs}
         buffers[graph_root][root_nr] = seeds[0]
     else:
         graph_root = GraphRoot([r._edge for r in roots], seeds)
@@ -246,10 +246,6 @@ def _execute(roots: tuple, seeds: list, inputs: Optional[tuple], create_graph: b
     finally:
         _GRAD_ENABLED.reset(token)
     return captured, leaf_grads
-
-
-def _new_buffer(node: Node) -> list:
-    return [None] * node.num_inputs
 
 
 def _compute_dependencies(root: Node, min_topo: int) -> dict:
@@ -338,63 +334,57 @@ def _needed(exec_info: dict, fn: Node) -> None:
 
 def _run_ready_heap(graph_root: Node, buffers: dict, dependencies: dict, exec_info: Optional[dict],
                     captured: list, leaf_grads: dict, accumulate: bool) -> None:
+    executes = None if exec_info is None else {fn for fn, info in exec_info.items() if info.should_execute()}
     heap = [(-graph_root.sequence_nr, 0, graph_root)]
     tie = 1
     pop, push = heapq.heappop, heapq.heappush
     while heap:
         fn = pop(heap)[2]
         grads = buffers.pop(fn)
-        if fn._tensor_pre_hooks is not None:
-            grads = _call_tensor_pre_hooks(fn, grads)
+        hooks = fn._hooks
+        if hooks is not None and hooks.tensor_pre is not None:
+            grads = _call_tensor_pre_hooks(fn, hooks.tensor_pre, grads)
 
+        needs = None
         if exec_info is not None:
-            info = exec_info.get(fn)
-            if info is None:
-                continue
+            info = exec_info[fn]
             if info.captures is not None:
                 for input_nr, index in info.captures:
                     captured[index] = grads[input_nr]
             if not info.needed:
                 continue
-            needs = tuple(
-                [e is not None and (e[0] in exec_info and exec_info[e[0]].should_execute()) for e in fn.next_edges]
-            )
-        else:
-            needs = None
+            needs = tuple([e is not None and e[0] in executes for e in fn.next_edges])
 
         if type(fn) is AccumulateGrad:
             if accumulate and grads[0] is not None:
                 _accumulate(fn, grads[0], leaf_grads)
             continue
 
-        if fn._pre_hooks is not None:
-            grads = _call_pre_hooks(fn, grads)
-        if needs is None:
-            needs = fn.default_needs()
-        if any(g is not None for g in grads) or type(fn) is GraphRoot:
-            outputs = fn.apply(grads, needs)
-        else:
-            outputs = (None,) * len(fn.next_edges)
-        if fn._post_hooks is not None:
-            outputs = _call_post_hooks(fn, outputs, grads)
+        if hooks is not None and hooks.pre is not None:
+            grads = _call_pre_hooks(fn, hooks.pre, grads)
+        outputs = fn.apply(grads, needs)
+        if hooks is not None and hooks.post is not None:
+            outputs = _call_post_hooks(fn, hooks.post, outputs, grads)
 
-        for edge, g, need in zip(fn.next_edges, outputs, needs):
-            if edge is None or not need:
+        for edge, g in zip(fn.next_edges, outputs):
+            if edge is None:
                 continue
             nxt, input_nr = edge
+            if executes is not None and nxt not in executes:
+                continue
             buf = buffers.get(nxt)
             if buf is None:
-                buf = buffers[nxt] = _new_buffer(nxt)
+                buf = buffers[nxt] = [None] * nxt.num_inputs
             if g is not None:
                 prev = buf[input_nr]
                 buf[input_nr] = g if prev is None else _accumulate_buffer(prev, g)
             remaining = dependencies[nxt] - 1
-            if remaining == 0:
+            if remaining:
+                dependencies[nxt] = remaining
+            else:
                 del dependencies[nxt]
                 push(heap, (-nxt.sequence_nr, tie, nxt))
                 tie += 1
-            else:
-                dependencies[nxt] = remaining
 
 
 def _accumulate_buffer(prev: Tensor, g: Tensor) -> Tensor:
@@ -407,16 +397,16 @@ def _accumulate(fn: AccumulateGrad, g: Tensor, leaf_grads: dict) -> None:
     prev = leaf_grads.get(fn)
     total = g if prev is None else _accumulate_buffer(prev, g)
     leaf_grads[fn] = total
-    hooks = fn._post_accumulate_hooks
-    if hooks:
+    hooks = fn._hooks
+    if hooks is not None and hooks.post_accumulate is not None:
         leaf = fn.variable
-        for hook in tuple(hooks.values()):
+        for hook in tuple(hooks.post_accumulate.values()):
             hook(leaf, total)
 
 
-def _call_tensor_pre_hooks(fn: Node, grads: list) -> list:
+def _call_tensor_pre_hooks(fn: Node, hooks: dict, grads: list) -> list:
     grads = list(grads)
-    for output_nr, hook in tuple(fn._tensor_pre_hooks.values()):
+    for output_nr, hook in tuple(hooks.values()):
         g = grads[output_nr]
         if g is None:
             continue
@@ -426,26 +416,23 @@ def _call_tensor_pre_hooks(fn: Node, grads: list) -> list:
     return grads
 
 
-def _call_pre_hooks(fn: Node, grads: list) -> list:
-    for hook in tuple(fn._pre_hooks.values()):
+def _call_pre_hooks(fn: Node, hooks: dict, grads: list) -> list:
+    for hook in tuple(hooks.values()):
         new = hook(tuple(grads))
         if new is not None:
             if len(new) != len(grads):
-                raise GradError(
-                    f"pre-hook on {fn.name()} returned {len(new)} gradients, expected {len(grads)}."
-                )
-            grads = [n if n is None else _check_hook_result(fn, "pre-hook", o, n) for o, n in zip(grads, new)]
+                raise GradError(f"pre-hook on {fn.name()} returned {len(new)} gradients, expected {len(grads)}.")
+            grads = [n if n is None or o is None else _check_hook_result(fn, "pre-hook", o, n)
+                     for o, n in zip(grads, new)]
     return grads
 
 
-def _call_post_hooks(fn: Node, outputs: tuple, grads: list) -> tuple:
-    for hook in tuple(fn._post_hooks.values()):
+def _call_post_hooks(fn: Node, hooks: dict, outputs: tuple, grads: list) -> tuple:
+    for hook in tuple(hooks.values()):
         new = hook(tuple(outputs), tuple(grads))
         if new is not None:
             if len(new) != len(outputs):
-                raise GradError(
-                    f"hook on {fn.name()} returned {len(new)} gradients, expected {len(outputs)}."
-                )
+                raise GradError(f"hook on {fn.name()} returned {len(new)} gradients, expected {len(outputs)}.")
             outputs = tuple(new)
     return outputs
 

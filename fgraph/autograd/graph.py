@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Sequence
 if TYPE_CHECKING:
     from fgraph.tensor import Tensor
 
-__all__ = ["Node", "GradientEdge", "AccumulateGrad", "GraphRoot", "RemovableHandle", "get_gradient_edge"]
+__all__ = ["Node", "NodeHooks", "GradientEdge", "AccumulateGrad", "GraphRoot", "RemovableHandle", "get_gradient_edge"]
 
 #: ``AccumulateGrad`` gets the largest sequence number so it runs as soon as it is ready.
 MAX_SEQUENCE_NR = 2**64 - 1
@@ -101,12 +101,31 @@ class _HookDict(dict):
     __slots__ = ("__weakref__",)
 
 
-def _add_hook(hooks: Optional[_HookDict], fn: Any) -> tuple[_HookDict, RemovableHandle]:
-    if hooks is None:
-        hooks = _HookDict()
-    handle = RemovableHandle(hooks)
-    hooks[handle.id] = fn
-    return hooks, handle
+class NodeHooks:
+    """The hooks of one node, by kind, in registration order.
+
+    ``tensor_pre``: ``(output_nr, fn(grad))`` registered through ``Tensor.register_hook``;
+    ``pre``: ``fn(grad_outputs)``; ``post``: ``fn(grad_inputs, grad_outputs)``;
+    ``post_accumulate``: ``fn(leaf, grad)`` (``AccumulateGrad`` only).
+    An empty kind is ``None`` so the engine checks it with one comparison.
+    """
+
+    __slots__ = ("tensor_pre", "pre", "post", "post_accumulate")
+
+    def __init__(self) -> None:
+        self.tensor_pre: Optional[_HookDict] = None
+        self.pre: Optional[_HookDict] = None
+        self.post: Optional[_HookDict] = None
+        self.post_accumulate: Optional[_HookDict] = None
+
+    def add(self, kind: str, fn: Any) -> RemovableHandle:
+        hooks = getattr(self, kind)
+        if hooks is None:
+            hooks = _HookDict()
+            setattr(self, kind, hooks)
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = fn
+        return handle
 
 
 class Node:
@@ -120,16 +139,7 @@ class Node:
             Fixed at construction, so it never changes once the node has a parent.
     """
 
-    __slots__ = (
-        "next_edges",
-        "sequence_nr",
-        "topological_nr",
-        "_metadata",
-        "_pre_hooks",
-        "_post_hooks",
-        "_tensor_pre_hooks",
-        "__weakref__",
-    )
+    __slots__ = ("next_edges", "sequence_nr", "topological_nr", "_hooks", "_metadata", "__weakref__")
 
     #: Number of gradients the node receives (forward outputs of the op).
     num_inputs: int = 1
@@ -147,10 +157,8 @@ class Node:
                 if child >= topo:
                     topo = child + 1
         self.topological_nr = topo
+        self._hooks = None
         self._metadata = None
-        self._pre_hooks = None
-        self._post_hooks = None
-        self._tensor_pre_hooks = None
 
     # -- introspection -------------------------------------------------------------
     def name(self) -> str:
@@ -180,29 +188,30 @@ class Node:
         ``grad_outputs`` are the gradients it received. Returning a tuple replaces
         ``grad_inputs``.
         """
-        self._post_hooks, handle = _add_hook(self._post_hooks, fn)
-        return handle
+        return self._hook_table().add("post", fn)
 
     def register_prehook(self, fn: Callable[[tuple], Any]) -> RemovableHandle:
         """Register ``fn(grad_outputs)`` to run before the node; returning a tuple replaces them."""
-        self._pre_hooks, handle = _add_hook(self._pre_hooks, fn)
-        return handle
+        return self._hook_table().add("pre", fn)
 
     def _register_tensor_prehook(self, output_nr: int, fn: Callable) -> RemovableHandle:
-        self._tensor_pre_hooks, handle = _add_hook(self._tensor_pre_hooks, (output_nr, fn))
-        return handle
+        return self._hook_table().add("tensor_pre", (output_nr, fn))
+
+    def _hook_table(self) -> "NodeHooks":
+        if self._hooks is None:
+            self._hooks = NodeHooks()
+        return self._hooks
 
     # -- execution -----------------------------------------------------------------
-    def apply(self, grad_outputs: GradList, needs: tuple[bool, ...]) -> tuple[Optional["Tensor"], ...]:
+    def apply(self, grad_outputs: GradList, needs: Optional[tuple[bool, ...]]) -> tuple[Optional["Tensor"], ...]:
         """Map gradients of the forward outputs to gradients of the forward inputs.
 
-        ``needs[i]`` says whether the gradient for ``next_edges[i]`` is wanted;
-        unwanted entries may be ``None``.
+        Returns one entry per ``next_edges``. ``needs[i]`` says whether the gradient
+        for ``next_edges[i]`` is wanted (unwanted entries may be ``None``);
+        ``needs=None`` means every edge that is not ``None``. Missing gradients in
+        ``grad_outputs`` are ``None`` and stand for zeros.
         """
         raise NotImplementedError(f"{self.name()}.apply")
-
-    def default_needs(self) -> tuple[bool, ...]:
-        return tuple(e is not None for e in self.next_edges)
 
 
 class AccumulateGrad(Node):
@@ -212,27 +221,25 @@ class AccumulateGrad(Node):
     the user's to decide; the leaf holds its ``AccumulateGrad`` for its whole life.
     """
 
-    __slots__ = ("_variable_ref", "_post_accumulate_hooks")
+    __slots__ = ("_variable_ref",)
 
     num_inputs = 1
 
     def __init__(self, variable: "Tensor") -> None:
         self._set_edges((), MAX_SEQUENCE_NR)
         self._variable_ref = weakref.ref(variable)
-        self._post_accumulate_hooks = None
 
     @property
     def variable(self) -> Optional["Tensor"]:
         """The leaf tensor this node accumulates into (``None`` once it is garbage)."""
         return self._variable_ref()
 
-    def apply(self, grad_outputs: GradList, needs: tuple[bool, ...]) -> tuple:
+    def apply(self, grad_outputs: GradList, needs: Optional[tuple[bool, ...]]) -> tuple:
         return ()
 
     def register_post_accumulate_grad_hook(self, fn: Callable[["Tensor", "Tensor"], Any]) -> RemovableHandle:
         """Register ``fn(variable, accumulated_grad)`` run after ``backward`` accumulates into the leaf."""
-        self._post_accumulate_hooks, handle = _add_hook(self._post_accumulate_hooks, fn)
-        return handle
+        return self._hook_table().add("post_accumulate", fn)
 
 
 class GraphRoot(Node):
@@ -245,5 +252,5 @@ class GraphRoot(Node):
         super().__init__(roots)
         self.seeds = tuple(seeds)
 
-    def apply(self, grad_outputs: GradList, needs: tuple[bool, ...]) -> tuple:
+    def apply(self, grad_outputs: GradList, needs: Optional[tuple[bool, ...]]) -> tuple:
         return self.seeds

@@ -31,12 +31,14 @@ from typing import Any, Callable, NamedTuple, Optional, Sequence
 import jax
 import jax.numpy as jnp
 
-from fgraph.autograd.grad_mode import _GRAD_ENABLED, grad_enabled_now
+from fgraph.autograd.grad_mode import _GRAD_ENABLED
 from fgraph.autograd.graph import Node, next_sequence_nr
 from fgraph.errors import OpError
 from fgraph.tensor import Tensor, _wrap, _wrap_output
 
-__all__ = ["OpDef", "RuleContext", "declare", "apply_op", "registry"]
+__all__ = ["OpDef", "RuleContext", "declare", "apply_op", "apply_unary", "registry"]
+
+_new_object = object.__new__
 
 #: Every declared primitive, by name.
 registry: dict[str, "OpDef"] = {}
@@ -55,6 +57,9 @@ class RuleContext:
         self.params = params
         self.needs = needs
         self.shapes = tuple(None if m is None else m[0] for m in in_meta)
+
+    def __repr__(self) -> str:
+        return f"RuleContext(params={self.params}, needs={self.needs}, shapes={self.shapes})"
 
 
 class OpDef:
@@ -101,8 +106,9 @@ class OpDef:
         self._kernels: dict[Any, Callable] = {}
         self._rule_kernels: dict[Any, Callable] = {}
         node_name = node_name or "".join(p.capitalize() for p in name.split("_")) + "Backward0"
+        base = OpNode if num_outputs == 1 else MultiOutputOpNode
         self.node_cls: type[OpNode] = type(
-            node_name, (OpNode,), {"__slots__": (), "op": self, "num_inputs": num_outputs, "__module__": __name__}
+            node_name, (base,), {"__slots__": (), "op": self, "num_inputs": num_outputs, "__module__": __name__}
         )
 
     def __repr__(self) -> str:
@@ -116,13 +122,13 @@ class OpDef:
             fn = self._kernels[params] = jax.jit(forward)
         return fn
 
-    def rule_kernel(self, params: Any, needs: tuple, in_meta: tuple, out_meta: tuple) -> Callable:
+    def rule_kernel(self, params: Any, in_meta: tuple, needs: Optional[tuple], out_meta: Optional[tuple]) -> Callable:
         """The rule traced on raw arrays into one jitted kernel for this signature."""
-        key = (params, needs, in_meta, out_meta)
+        key = (params, in_meta, needs, out_meta)
         fn = self._rule_kernels.get(key)
         if fn is None:
             fn = self._rule_kernels[key] = jax.jit(
-                functools.partial(_traced_rule, self, params, needs, in_meta, out_meta)
+                functools.partial(_traced_rule, self, params, in_meta, needs, out_meta)
             )
         return fn
 
@@ -137,8 +143,20 @@ def declare(name: str, forward: Callable[..., Any], rule: Optional[Rule], **opti
 
 # -- running an op forward (hot path) ---------------------------------------------------
 def apply_op(op: OpDef, args: tuple, params: Any = None) -> Any:
-    """Run ``op`` on ``args`` (Tensors or Python scalars) and record its node if needed."""
-    arrays = [a.data if isinstance(a, Tensor) else a for a in args]
+    """Run ``op`` on ``args`` (Tensors, Python scalars or index arrays); record its node if needed."""
+    arrays = []
+    edges = []
+    recording = False
+    for a in args:
+        if isinstance(a, Tensor):
+            arrays.append(a.data)
+            edge = a._edge
+            edges.append(edge)
+            if edge is not None:
+                recording = True
+        else:
+            arrays.append(a)
+            edges.append(None)
     kernel = op._kernels.get(params)
     if kernel is None:
         kernel = op.kernel(params)
@@ -146,29 +164,68 @@ def apply_op(op: OpDef, args: tuple, params: Any = None) -> Any:
         out = kernel(*arrays)
     except (TypeError, ValueError, IndexError) as exc:
         raise _explain(op, args, params, exc) from None
-
-    if op.differentiable and _GRAD_ENABLED.get():
-        edges = tuple([a._edge if isinstance(a, Tensor) else None for a in args])
-        if edges.count(None) != len(edges):
-            return _record(op, args, arrays, params, edges, out)
+    if recording and op.differentiable and _GRAD_ENABLED.get():
+        return _record(op, args, arrays, params, tuple(edges), out)
     if op.num_outputs == 1:
         return _wrap(out)
     return tuple([_wrap(o) for o in out])
 
 
-def _record(op: OpDef, args: tuple, arrays: list, params: Any, edges: tuple, out: Any) -> Any:
-    node = object.__new__(op.node_cls)
-    node._set_edges(edges, next_sequence_nr())
+def apply_unary(op: OpDef, x: Tensor, params: Any = None) -> Tensor:
+    """:func:`apply_op` for one Tensor input and one output: the common case, kept lean."""
+    if not isinstance(x, Tensor):
+        return apply_op(op, (x,), params)
+    kernel = op._kernels.get(params)
+    if kernel is None:
+        kernel = op.kernel(params)
+    data = x.data
+    try:
+        out = kernel(data)
+    except (TypeError, ValueError, IndexError) as exc:
+        raise _explain(op, (x,), params, exc) from None
+    edge = x._edge
+    if edge is None or not op.differentiable or not _GRAD_ENABLED.get():
+        return _wrap(out)
+    node = _new_object(op.node_cls)
+    node.next_edges = (edge,)
+    node.sequence_nr = next_sequence_nr()
+    node.topological_nr = edge[0].topological_nr + 1
+    node._hooks = None
+    node._metadata = None
     node.params = params
-    node.needs = tuple([e is not None for e in edges])
-    node.in_meta = tuple([None if e is None else (x.shape, x.dtype) for e, x in zip(edges, arrays)])
+    aval = data.aval
+    node.in_meta = ((aval.shape, aval.dtype),)
+    node.saved_inputs = (x,) if op.save_inputs else None
+    node.saved_result = out if op.save_result else None
+    return _wrap_output(out, node, 0)
+
+
+def _record(op: OpDef, args: tuple, arrays: list, params: Any, edges: tuple, out: Any) -> Any:
+    node = _new_object(op.node_cls)
+    node.next_edges = edges
+    node.sequence_nr = next_sequence_nr()
+    topo = 0
+    in_meta = []
+    for edge, x in zip(edges, arrays):
+        if edge is None:
+            in_meta.append(None)
+        else:
+            aval = x.aval
+            in_meta.append((aval.shape, aval.dtype))
+            child = edge[0].topological_nr
+            if child >= topo:
+                topo = child + 1
+    node.topological_nr = topo
+    node._hooks = None
+    node._metadata = None
+    node.params = params
+    node.in_meta = tuple(in_meta)
     node.saved_inputs = args if op.save_inputs else None
     if op.num_outputs == 1:
         node.saved_result = out if op.save_result else None
-        node.out_meta = None
         return _wrap_output(out, node, 0)
     node.saved_result = tuple(out) if op.save_result else None
-    node.out_meta = tuple((o.shape, o.dtype) for o in out)
+    node.out_meta = tuple((o.aval.shape, o.aval.dtype) for o in out)
     return tuple(
         _wrap_output(o, node, i) if jnp.issubdtype(o.dtype, jnp.inexact) else _wrap(o) for i, o in enumerate(out)
     )
@@ -193,33 +250,47 @@ def _describe(a: Any) -> str:
 
 # -- the node every primitive records ----------------------------------------------------
 class OpNode(Node):
-    """Backward node of a declared primitive. Each op gets a subclass named like ``MulBackward0``."""
+    """Backward node of a declared primitive. Each op gets a subclass named like ``MulBackward0``.
 
-    __slots__ = ("params", "needs", "in_meta", "out_meta", "saved_inputs", "saved_result")
+    ``in_meta[i]`` is ``(shape, dtype)`` of input ``i`` if it has an edge, else ``None``.
+    """
+
+    __slots__ = ("params", "in_meta", "saved_inputs", "saved_result")
     op: OpDef
 
-    def default_needs(self) -> tuple[bool, ...]:
-        return self.needs
-
-    def apply(self, grad_outputs: Sequence[Optional[Tensor]], needs: tuple[bool, ...]) -> tuple:
+    def apply(self, grad_outputs: Sequence[Optional[Tensor]], needs: Optional[tuple[bool, ...]]) -> tuple:
         op = self.op
         if op.rule is None:
-            raise _missing_rule(self, needs)
-        if grad_enabled_now():
-            return self._apply_recorded(grad_outputs, needs)
-        kernel = op.rule_kernel(self.params, needs, self.in_meta, self.out_meta)
-        if op.num_outputs == 1:
-            grads: Any = grad_outputs[0].data
+            raise _missing_rule(self)
+        for g in grad_outputs:
+            if g is not None:
+                break
         else:
-            grads = tuple([None if g is None else g.data for g in grad_outputs])
+            return (None,) * len(self.next_edges)  # nothing flowed in: nothing flows out
+        if _GRAD_ENABLED.get():
+            return self._apply_recorded(grad_outputs, needs)
+        key = (self.params, self.in_meta, needs, self._out_meta())
+        kernel = op._rule_kernels.get(key)
+        if kernel is None:
+            kernel = op.rule_kernel(*key)
+        args = [None if g is None else g.data for g in grad_outputs]
         saved = self.saved_inputs
         if saved is not None:
-            saved = tuple([a.data if isinstance(a, Tensor) else a for a in saved])
-        outs = kernel(grads, saved, self.saved_result)
-        return tuple([None if o is None else _wrap(o) for o in outs])
+            for a in saved:
+                args.append(a.data if isinstance(a, Tensor) else a)
+        if op.save_result:
+            if op.num_outputs == 1:
+                args.append(self.saved_result)
+            else:
+                args.extend(self.saved_result)
+        return tuple([None if o is None else _wrap(o) for o in kernel(*args)])
 
-    def _apply_recorded(self, grad_outputs: Sequence[Optional[Tensor]], needs: tuple[bool, ...]) -> tuple:
+    def _out_meta(self) -> Optional[tuple]:
+        return None
+
+    def _apply_recorded(self, grad_outputs: Sequence[Optional[Tensor]], needs: Optional[tuple]) -> tuple:
         op = self.op
+        needs = _default_needs(self.in_meta) if needs is None else needs
         result = self.saved_result
         if result is not None:
             if op.num_outputs == 1:
@@ -230,37 +301,59 @@ class OpNode(Node):
         if op.num_outputs == 1:
             grads: Any = grad_outputs[0]
         else:
-            grads = _fill_zeros(grad_outputs, self.out_meta, Tensor_zeros)
-        return _finish(op.rule(ctx, grads), needs, self.in_meta, self)
+            grads = _fill_zeros(grad_outputs, self._out_meta())
+        return _finish(op.rule(ctx, grads), needs, self.in_meta)
 
 
-def Tensor_zeros(shape: tuple, dtype: Any) -> Tensor:
+class MultiOutputOpNode(OpNode):
+    """:class:`OpNode` of an op with several outputs; ``out_meta`` fills missing gradients with zeros."""
+
+    __slots__ = ("out_meta",)
+
+    def _out_meta(self) -> Optional[tuple]:
+        return self.out_meta
+
+
+def _default_needs(in_meta: tuple) -> tuple[bool, ...]:
+    return tuple(m is not None for m in in_meta)
+
+
+def _zeros(shape: tuple, dtype: Any) -> Tensor:
     return _wrap(jnp.zeros(shape, dtype))
 
 
-def _fill_zeros(grads: Sequence[Any], out_meta: tuple, zeros: Callable) -> tuple:
-    return tuple(zeros(*meta) if g is None else g for g, meta in zip(grads, out_meta))
+def _fill_zeros(grads: Sequence[Any], out_meta: tuple) -> tuple:
+    return tuple(_zeros(*meta) if g is None else g for g, meta in zip(grads, out_meta))
 
 
-def _traced_rule(op: OpDef, params: Any, needs: tuple, in_meta: tuple, out_meta: tuple,
-                 grads: Any, saved_inputs: Any, saved_result: Any) -> tuple:
-    """Body of a rule kernel: the rule run on tracer-backed Tensors with grad mode off."""
+def _traced_rule(op: OpDef, params: Any, in_meta: tuple, needs: Optional[tuple], out_meta: Optional[tuple],
+                 *args: Any) -> tuple:
+    """Body of a rule kernel: the rule run on tracer-backed Tensors with grad mode off.
+
+    ``args`` are the output gradients (``None`` where missing), then the saved
+    inputs (if the op saves them), then the saved outputs (if it saves them).
+    """
+    n_out = op.num_outputs
+    needs = _default_needs(in_meta) if needs is None else needs
     token = _GRAD_ENABLED.set(False)
     try:
-        inputs = None if saved_inputs is None else tuple(_wrap(jnp.asarray(a)) for a in saved_inputs)
-        if op.num_outputs == 1:
-            result = None if saved_result is None else _wrap(saved_result)
-            g: Any = _wrap(grads)
-        else:
-            result = None if saved_result is None else tuple(_wrap(r) for r in saved_result)
-            g = _fill_zeros([None if x is None else _wrap(x) for x in grads], out_meta, Tensor_zeros)
-        outs = _finish(op.rule(RuleContext(inputs, result, params, needs, in_meta), g), needs, in_meta, None)
+        grads = [None if g is None else _wrap(g) for g in args[:n_out]]
+        rest = args[n_out:]
+        inputs = None
+        if op.save_inputs:
+            inputs = tuple(_wrap(jnp.asarray(a)) for a in rest[: len(in_meta)])
+            rest = rest[len(in_meta):]
+        result = None
+        if op.save_result:
+            result = _wrap(rest[0]) if n_out == 1 else tuple(_wrap(r) for r in rest)
+        g: Any = grads[0] if n_out == 1 else _fill_zeros(grads, out_meta)
+        outs = _finish(op.rule(RuleContext(inputs, result, params, needs, in_meta), g), needs, in_meta)
         return tuple(None if o is None else o.data for o in outs)
     finally:
         _GRAD_ENABLED.reset(token)
 
 
-def _finish(outs: Any, needs: tuple, in_meta: tuple, node: Optional[Node]) -> tuple:
+def _finish(outs: Any, needs: tuple, in_meta: tuple) -> tuple:
     from fgraph.ops._broadcast import reduce_grad
 
     if isinstance(outs, Tensor) or not isinstance(outs, (tuple, list)):
@@ -272,8 +365,8 @@ def _finish(outs: Any, needs: tuple, in_meta: tuple, node: Optional[Node]) -> tu
     )
 
 
-def _missing_rule(node: OpNode, needs: tuple) -> RuntimeError:
-    wanted = [i for i, n in enumerate(needs) if n]
+def _missing_rule(node: OpNode) -> RuntimeError:
+    wanted = [i for i, m in enumerate(node.in_meta) if m is not None]
     return RuntimeError(
         f"the derivative for '{node.op.name}' is not implemented (needed for input {wanted}); "
         f"{node.name()} cannot propagate gradients. Detach that input or use a differentiable op."

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fgraph._dtypes import canonical_dtype
-from fgraph.ops._declare import apply_op, declare
+from fgraph.ops._declare import apply_op, apply_unary, declare
 from fgraph.tensor import Tensor, _wrap
 
 Number = Any  # Tensor or Python scalar
@@ -105,7 +105,7 @@ true_divide = div
 
 def neg(input: Tensor) -> Tensor:
     """``-input``."""
-    return apply_op(NEG, (input,))
+    return apply_unary(NEG, input)
 
 
 # -- powers ------------------------------------------------------------------------------------
@@ -215,52 +215,52 @@ SIGN = declare("sign", jnp.sign, _zero_rule)
 
 def exp(input: Tensor) -> Tensor:
     """Elementwise ``e**input``."""
-    return apply_op(EXP, (input,))
+    return apply_unary(EXP, input)
 
 
 def log(input: Tensor) -> Tensor:
     """Natural logarithm."""
-    return apply_op(LOG, (input,))
+    return apply_unary(LOG, input)
 
 
 def sin(input: Tensor) -> Tensor:
     """Sine."""
-    return apply_op(SIN, (input,))
+    return apply_unary(SIN, input)
 
 
 def cos(input: Tensor) -> Tensor:
     """Cosine."""
-    return apply_op(COS, (input,))
+    return apply_unary(COS, input)
 
 
 def tanh(input: Tensor) -> Tensor:
     """Hyperbolic tangent."""
-    return apply_op(TANH, (input,))
+    return apply_unary(TANH, input)
 
 
 def sigmoid(input: Tensor) -> Tensor:
     """Logistic sigmoid ``1 / (1 + exp(-input))``."""
-    return apply_op(SIGMOID, (input,))
+    return apply_unary(SIGMOID, input)
 
 
 def relu(input: Tensor) -> Tensor:
     """``max(input, 0)``; the gradient at 0 is 0, as in PyTorch."""
-    return apply_op(RELU, (input,))
+    return apply_unary(RELU, input)
 
 
 def sqrt(input: Tensor) -> Tensor:
     """Square root."""
-    return apply_op(SQRT, (input,))
+    return apply_unary(SQRT, input)
 
 
 def abs(input: Tensor) -> Tensor:
     """Absolute value; the gradient at 0 is 0, as in PyTorch."""
-    return apply_op(ABS, (input,))
+    return apply_unary(ABS, input)
 
 
 def sign(input: Tensor) -> Tensor:
     """-1, 0 or 1 by the sign of each element (zero gradient)."""
-    return apply_op(SIGN, (input,))
+    return apply_unary(SIGN, input)
 
 
 # -- binary selections -------------------------------------------------------------------------

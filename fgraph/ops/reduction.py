@@ -13,7 +13,7 @@ from typing import Optional, Sequence, Union
 
 import jax.numpy as jnp
 
-from fgraph.ops._declare import apply_op, declare
+from fgraph.ops._declare import apply_op, apply_unary, declare
 from fgraph.tensor import Tensor
 
 Dim = Union[int, Sequence[int], None]
@@ -79,7 +79,7 @@ def sum(input: Tensor, dim: Dim = None, keepdim: bool = False) -> Tensor:
         >>> fg.sum(fg.ones(2, 3), dim=1).tolist()
         [3.0, 3.0]
     """
-    return apply_op(SUM, (input,), SUM.Params(normalize_dims(dim, input.ndim, "sum"), bool(keepdim)))
+    return apply_unary(SUM, input, SUM.Params(normalize_dims(dim, input.ndim, "sum"), bool(keepdim)))
 
 
 def mean(input: Tensor, dim: Dim = None, keepdim: bool = False) -> Tensor:
@@ -88,4 +88,4 @@ def mean(input: Tensor, dim: Dim = None, keepdim: bool = False) -> Tensor:
         raise TypeError(
             f"mean: input dtype {input.dtype} is not floating point; convert with .float() first."
         )
-    return apply_op(MEAN, (input,), MEAN.Params(normalize_dims(dim, input.ndim, "mean"), bool(keepdim)))
+    return apply_unary(MEAN, input, MEAN.Params(normalize_dims(dim, input.ndim, "mean"), bool(keepdim)))

@@ -14,7 +14,7 @@ from typing import Any, Optional, Sequence, Union
 import jax.numpy as jnp
 
 from fgraph.errors import OpError
-from fgraph.ops._declare import apply_op, declare
+from fgraph.ops._declare import apply_op, apply_unary, declare
 from fgraph.tensor import Tensor
 
 Shape = Union[int, Sequence[int]]
@@ -72,7 +72,7 @@ def reshape(input: Tensor, *shape: Any) -> Tensor:
         )
     if target == input.shape:
         return input
-    return apply_op(RESHAPE, (input,), RESHAPE.Params(target))
+    return apply_unary(RESHAPE, input, RESHAPE.Params(target))
 
 
 view = reshape
@@ -118,7 +118,7 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     d0, d1 = _dim(dim0, nd, "transpose"), _dim(dim1, nd, "transpose")
     if d0 == d1:
         return input
-    return apply_op(TRANSPOSE, (input,), TRANSPOSE.Params(min(d0, d1), max(d0, d1)))
+    return apply_unary(TRANSPOSE, input, TRANSPOSE.Params(min(d0, d1), max(d0, d1)))
 
 
 def permute(input: Tensor, *dims: Any) -> Tensor:
@@ -130,7 +130,7 @@ def permute(input: Tensor, *dims: Any) -> Tensor:
     order = tuple(_dim(d, nd, "permute") for d in order)
     if sorted(order) != list(range(nd)):
         raise OpError(f"permute: {order} is not a permutation of range({nd}).")
-    return apply_op(PERMUTE, (input,), PERMUTE.Params(order))
+    return apply_unary(PERMUTE, input, PERMUTE.Params(order))
 
 
 def t(input: Tensor) -> Tensor:
@@ -188,7 +188,7 @@ def expand(input: Tensor, *sizes: Any) -> Tensor:
     target = tuple(resolved)
     if target == shape:
         return input
-    return apply_op(EXPAND, (input,), EXPAND.Params(target))
+    return apply_unary(EXPAND, input, EXPAND.Params(target))
 
 
 broadcast_to = expand
@@ -217,13 +217,13 @@ def squeeze(input: Tensor, dim: Optional[Union[int, Sequence[int]]] = None) -> T
         dims = tuple(d for d in dims if nd and input.shape[d] == 1)
     if not dims:
         return input
-    return apply_op(SQUEEZE, (input,), SQUEEZE.Params(dims))
+    return apply_unary(SQUEEZE, input, SQUEEZE.Params(dims))
 
 
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
     """Insert a size-1 dimension at ``dim``."""
     d = _dim(dim, input.ndim + 1, "unsqueeze")
-    return apply_op(UNSQUEEZE, (input,), UNSQUEEZE.Params(d))
+    return apply_unary(UNSQUEEZE, input, UNSQUEEZE.Params(d))
 
 
 # -- joining --------------------------------------------------------------------------------------------
