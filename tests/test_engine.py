@@ -249,3 +249,37 @@ def test_error_float64_without_x64(monkeypatch):
     monkeypatch.setattr(_dtypes, "x64_enabled", lambda: False)
     with pytest.raises(TypeError, match="jax_enable_x64"):
         fg.tensor([1.0], dtype="float64")
+
+
+def test_fused_backward_matches_node_by_node():
+    from fgraph.autograd import fusion
+
+    def run():
+        x = leaf([0.3, -0.7, 1.1])
+        w = leaf([[0.5, -1.0, 2.0], [1.5, 0.25, -0.5]])
+        h = fg.tanh(w @ x) * fg.sigmoid(x.sum())
+        out = (h * h + fg.exp(h)).mean()
+        return fg.grad(out, [x, w]), fg.backward(out)[w]
+
+    fusion.set_enabled(False)
+    try:
+        (gx_ref, gw_ref), gw_b_ref = run()
+    finally:
+        fusion.set_enabled(True)
+    before = fusion.stats()["fused_runs"]
+    for _ in range(3):
+        (gx, gw), gw_b = run()
+    assert fusion.stats()["fused_runs"] > before, "a repeated structure should run fused"
+    np.testing.assert_allclose(gx.numpy(), gx_ref.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(gw.numpy(), gw_ref.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(gw_b.numpy(), gw_b_ref.numpy(), rtol=1e-12)
+
+
+def test_hooks_disable_fusion_and_still_fire():
+    seen = []
+    for _ in range(3):
+        x = leaf(2.0)
+        y = x * x
+        y.register_hook(lambda g: seen.append(g.item()))
+        fg.grad(y * 3.0, [x])
+    assert seen == [3.0, 3.0, 3.0]

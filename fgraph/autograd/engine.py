@@ -18,10 +18,11 @@ on tensors: gradients are returned.
 from __future__ import annotations
 
 import heapq
-from typing import Any, Iterator, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, Union
 
 import jax.numpy as jnp
 
+from fgraph.autograd import fusion
 from fgraph.autograd.grad_mode import _GRAD_ENABLED
 from fgraph.autograd.graph import AccumulateGrad, GraphRoot, Node
 from fgraph.errors import GradError
@@ -231,17 +232,22 @@ def _execute(roots: tuple, seeds: list, inputs: Optional[tuple], create_graph: b
         buffers = {graph_root: [None] * graph_root.num_inputs}
         buffers[graph_root][root_nr] = seeds[0]
     else:
-        graph_root = GraphRoot([r._edge for r in roots], seeds)
+        graph_root, root_nr = GraphRoot([r._edge for r in roots], seeds), 0
         buffers = {graph_root: []}
 
     min_topo = min(e[0].topological_nr for e in output_edges) if output_edges else 0
     dependencies = _compute_dependencies(graph_root, min_topo)
     exec_info = _init_to_execute(graph_root, output_edges, accumulate, min_topo) if output_edges else None
 
-    captured: list = [None] * len(output_edges)
-    leaf_grads: dict = {}
     token = _GRAD_ENABLED.set(bool(create_graph))
     try:
+        if not create_graph:
+            fused = fusion.try_run(graph_root, root_nr, seeds, dependencies, exec_info, len(output_edges),
+                                   accumulate)
+            if fused is not None:
+                return fused
+        captured: list = [None] * len(output_edges)
+        leaf_grads: dict = {}
         _run_ready_heap(graph_root, buffers, dependencies, exec_info, captured, leaf_grads, accumulate)
     finally:
         _GRAD_ENABLED.reset(token)
@@ -333,7 +339,9 @@ def _needed(exec_info: dict, fn: Node) -> None:
 
 
 def _run_ready_heap(graph_root: Node, buffers: dict, dependencies: dict, exec_info: Optional[dict],
-                    captured: list, leaf_grads: dict, accumulate: bool) -> None:
+                    captured: list, leaf_grads: dict, accumulate: bool,
+                    apply: Optional[Callable[[Node, list, Optional[tuple]], tuple]] = None) -> None:
+    """The ready-heap loop. ``apply`` replaces ``fn.apply`` (the fused tracer uses it)."""
     executes = None if exec_info is None else {fn for fn, info in exec_info.items() if info.should_execute()}
     heap = [(-graph_root.sequence_nr, 0, graph_root)]
     tie = 1
@@ -362,7 +370,7 @@ def _run_ready_heap(graph_root: Node, buffers: dict, dependencies: dict, exec_in
 
         if hooks is not None and hooks.pre is not None:
             grads = _call_pre_hooks(fn, hooks.pre, grads)
-        outputs = fn.apply(grads, needs)
+        outputs = fn.apply(grads, needs) if apply is None else apply(fn, grads, needs)
         if hooks is not None and hooks.post is not None:
             outputs = _call_post_hooks(fn, hooks.post, outputs, grads)
 

@@ -259,6 +259,26 @@ class OpNode(Node):
     op: OpDef
 
     def apply(self, grad_outputs: Sequence[Optional[Tensor]], needs: Optional[tuple[bool, ...]]) -> tuple:
+        if _GRAD_ENABLED.get():
+            return self._apply_recorded(grad_outputs, needs)
+        return self.apply_kernel(grad_outputs, needs, self.saved_arrays())
+
+    def saved_arrays(self) -> list:
+        """What the rule kernel takes after the gradients: saved inputs, then saved outputs."""
+        args = []
+        saved = self.saved_inputs
+        if saved is not None:
+            for a in saved:
+                args.append(a.data if isinstance(a, Tensor) else a)
+        if self.op.save_result:
+            if self.op.num_outputs == 1:
+                args.append(self.saved_result)
+            else:
+                args.extend(self.saved_result)
+        return args
+
+    def apply_kernel(self, grad_outputs: Sequence[Optional[Tensor]], needs: Optional[tuple], saved: list) -> tuple:
+        """Run the rule as one jitted kernel on ``saved`` arrays (see :meth:`saved_arrays`)."""
         op = self.op
         if op.rule is None:
             raise _missing_rule(self)
@@ -267,22 +287,12 @@ class OpNode(Node):
                 break
         else:
             return (None,) * len(self.next_edges)  # nothing flowed in: nothing flows out
-        if _GRAD_ENABLED.get():
-            return self._apply_recorded(grad_outputs, needs)
         key = (self.params, self.in_meta, needs, self._out_meta())
         kernel = op._rule_kernels.get(key)
         if kernel is None:
             kernel = op.rule_kernel(*key)
         args = [None if g is None else g.data for g in grad_outputs]
-        saved = self.saved_inputs
-        if saved is not None:
-            for a in saved:
-                args.append(a.data if isinstance(a, Tensor) else a)
-        if op.save_result:
-            if op.num_outputs == 1:
-                args.append(self.saved_result)
-            else:
-                args.extend(self.saved_result)
+        args.extend(saved)
         return tuple([None if o is None else _wrap(o) for o in kernel(*args)])
 
     def _out_meta(self) -> Optional[tuple]:
@@ -290,6 +300,13 @@ class OpNode(Node):
 
     def _apply_recorded(self, grad_outputs: Sequence[Optional[Tensor]], needs: Optional[tuple]) -> tuple:
         op = self.op
+        if op.rule is None:
+            raise _missing_rule(self)
+        for g in grad_outputs:
+            if g is not None:
+                break
+        else:
+            return (None,) * len(self.next_edges)
         needs = _default_needs(self.in_meta) if needs is None else needs
         result = self.saved_result
         if result is not None:
