@@ -26,58 +26,12 @@ from fgraph.autograd import (
     set_grad_enabled,
 )
 from fgraph.errors import GradError, OpError
-from fgraph.ops.elementwise import (
-    abs,
-    add,
-    clamp,
-    clip,
-    cos,
-    div,
-    eq,
-    exp,
-    ge,
-    gt,
-    le,
-    log,
-    logical_and,
-    logical_not,
-    logical_or,
-    lt,
-    maximum,
-    minimum,
-    mul,
-    ne,
-    neg,
-    pow,
-    relu,
-    sigmoid,
-    sign,
-    sin,
-    sqrt,
-    sub,
-    tanh,
-    true_divide,
-    where,
-)
-from fgraph.ops.indexing import getitem
-from fgraph.ops.linalg import matmul
-from fgraph.ops.reduction import mean, sum
-from fgraph.ops.shape import (
-    broadcast_to,
-    cat,
-    concat,
-    concatenate,
-    expand,
-    flatten,
-    narrow,
-    permute,
-    reshape,
-    squeeze,
-    stack,
-    t,
-    transpose,
-    unsqueeze,
-)
+# Every op family's public functions (each module's ``__all__``).
+from fgraph.ops.elementwise import *  # noqa: F401,F403
+from fgraph.ops.indexing import *  # noqa: F401,F403
+from fgraph.ops.linalg import *  # noqa: F401,F403
+from fgraph.ops.reduction import *  # noqa: F401,F403
+from fgraph.ops.shape import *  # noqa: F401,F403
 from fgraph.tensor import Tensor, arange, as_tensor, full, full_like, ones, ones_like, tensor, zeros, zeros_like
 
 _install_methods()

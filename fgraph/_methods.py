@@ -1,4 +1,7 @@
-"""Tensor methods and Python operators, as one table of delegations to ops.
+"""Tensor methods and Python operators: tables of delegations to ops.
+
+Python operators are listed here; each op family module lists its own methods
+in ``TENSOR_METHODS``.
 
 Kept apart from ``tensor.py`` so the Tensor record does not import the op
 families (which themselves build on the record).
@@ -65,8 +68,7 @@ def _long(self: Tensor) -> Tensor:
     return ew.to_dtype(self, "int64" if x64_enabled() else "int32")
 
 
-METHODS = {
-    # operators
+OPERATORS = {
     "__add__": ew.add, "__radd__": _radd,
     "__sub__": ew.sub, "__rsub__": _rsub,
     "__mul__": ew.mul, "__rmul__": _rmul,
@@ -77,19 +79,9 @@ METHODS = {
     "__eq__": ew.eq, "__ne__": ew.ne, "__lt__": ew.lt, "__le__": ew.le, "__gt__": ew.gt, "__ge__": ew.ge,
     "__and__": ew.logical_and, "__or__": ew.logical_or, "__invert__": ew.logical_not,
     "__getitem__": indexing.getitem,
-    # elementwise
-    "add": ew.add, "sub": ew.sub, "mul": ew.mul, "div": ew.div, "neg": ew.neg, "pow": ew.pow,
-    "exp": ew.exp, "log": ew.log, "sin": ew.sin, "cos": ew.cos, "tanh": ew.tanh, "sigmoid": ew.sigmoid,
-    "relu": ew.relu, "sqrt": ew.sqrt, "abs": ew.abs, "sign": ew.sign,
-    "maximum": ew.maximum, "minimum": ew.minimum, "clamp": ew.clamp, "clip": ew.clamp,
-    "eq": ew.eq, "ne": ew.ne, "lt": ew.lt, "le": ew.le, "gt": ew.gt, "ge": ew.ge,
-    # reductions and products
-    "sum": reduction.sum, "mean": reduction.mean, "matmul": linalg.matmul,
-    # shape
-    "reshape": shape.reshape, "view": shape.reshape, "flatten": shape.flatten,
-    "transpose": shape.transpose, "permute": shape.permute, "t": shape.t,
-    "expand": shape.expand, "squeeze": shape.squeeze, "unsqueeze": shape.unsqueeze,
-    # dtypes
+}
+
+DTYPE_METHODS = {
     "to": _to, "float": _caster("float32"), "double": _caster("float64"), "half": _caster("float16"),
     "int": _caster("int32"), "long": _long, "bool": _caster("bool"),
 }
@@ -100,7 +92,14 @@ PROPERTIES = {
 
 
 def install() -> None:
-    for name, fn in METHODS.items():
+    """Attach operators, every op family's ``TENSOR_METHODS``, and the dtype methods to Tensor."""
+    from fgraph.ops import FAMILIES
+
+    methods = dict(OPERATORS)
+    for family in FAMILIES:
+        methods.update(getattr(family, "TENSOR_METHODS", {}))
+    methods.update(DTYPE_METHODS)
+    for name, fn in methods.items():
         type.__setattr__(Tensor, name, fn)
     for name, fn in PROPERTIES.items():
         type.__setattr__(Tensor, name, property(fn))

@@ -8,9 +8,14 @@ Example:
     'MulBackward0'
 """
 from fgraph.ops._declare import OpDef, RuleContext, apply_op, declare, registry
-from fgraph.ops import elementwise, indexing, linalg, reduction, shape  # noqa: F401  (declares the ops)
+from fgraph.ops import elementwise, indexing, linalg, reduction, shape
 
-__all__ = ["OpDef", "RuleContext", "apply_op", "declare", "registry", "describe"]
+#: The op family modules. Each declares its primitives on import and lists its
+#: public functions in ``__all__`` (exported as ``fgraph.<name>``) and its Tensor
+#: methods in ``TENSOR_METHODS``.
+FAMILIES = (elementwise, reduction, linalg, shape, indexing)
+
+__all__ = ["OpDef", "RuleContext", "apply_op", "declare", "registry", "describe", "FAMILIES"]
 
 
 def describe() -> list[tuple[str, str, str]]:

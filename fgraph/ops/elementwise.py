@@ -438,3 +438,9 @@ def to_dtype(input: Tensor, dtype: Any) -> Tensor:
     if out.requires_grad and not jnp.issubdtype(dt, jnp.inexact):
         return out.detach()
     return out
+
+
+#: Exported as ``fgraph.<name>``.
+__all__ = ["add", "sub", "mul", "div", "true_divide", "neg", "pow", "exp", "log", "sin", "cos", "tanh", "sigmoid", "relu", "sqrt", "abs", "sign", "maximum", "minimum", "where", "clamp", "clip", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not", "to_dtype"]
+#: Installed as ``Tensor.<name>`` methods.
+TENSOR_METHODS = {"add": add, "sub": sub, "mul": mul, "div": div, "true_divide": div, "neg": neg, "pow": pow, "exp": exp, "log": log, "sin": sin, "cos": cos, "tanh": tanh, "sigmoid": sigmoid, "relu": relu, "sqrt": sqrt, "abs": abs, "sign": sign, "maximum": maximum, "minimum": minimum, "clamp": clamp, "clip": clamp, "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge, "logical_and": logical_and, "logical_or": logical_or, "logical_not": logical_not}

@@ -161,3 +161,9 @@ def getitem(input: Tensor, index: Any) -> Tensor:
     """
     spec, arrays = _encode(index, input.shape)
     return _index_with_spec(input, spec, arrays)
+
+
+#: Exported as ``fgraph.<name>``.
+__all__ = ["getitem"]
+#: Installed as ``Tensor.<name>`` methods.
+TENSOR_METHODS = {}

@@ -58,3 +58,9 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         (5, 2)
     """
     return apply_op(MATMUL, (input, other))
+
+
+#: Exported as ``fgraph.<name>``.
+__all__ = ["matmul"]
+#: Installed as ``Tensor.<name>`` methods.
+TENSOR_METHODS = {"matmul": matmul}

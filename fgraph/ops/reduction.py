@@ -89,3 +89,9 @@ def mean(input: Tensor, dim: Dim = None, keepdim: bool = False) -> Tensor:
             f"mean: input dtype {input.dtype} is not floating point; convert with .float() first."
         )
     return apply_unary(MEAN, input, MEAN.Params(normalize_dims(dim, input.ndim, "mean"), bool(keepdim)))
+
+
+#: Exported as ``fgraph.<name>``.
+__all__ = ["sum", "mean"]
+#: Installed as ``Tensor.<name>`` methods.
+TENSOR_METHODS = {"sum": sum, "mean": mean}

@@ -301,3 +301,9 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     """The slice ``start:start+length`` along ``dim``."""
     d = _dim(dim, input.ndim, "narrow")
     return input[(slice(None),) * d + (slice(start, start + length),)]
+
+
+#: Exported as ``fgraph.<name>``.
+__all__ = ["reshape", "view", "flatten", "transpose", "permute", "t", "matrix_transpose", "expand", "broadcast_to", "squeeze", "unsqueeze", "cat", "concat", "concatenate", "stack", "narrow"]
+#: Installed as ``Tensor.<name>`` methods.
+TENSOR_METHODS = {"reshape": reshape, "view": reshape, "flatten": flatten, "transpose": transpose, "permute": permute, "t": t, "expand": expand, "squeeze": squeeze, "unsqueeze": unsqueeze, "narrow": narrow}
