@@ -12,7 +12,7 @@ Example:
 """
 import numpy as _np
 
-from fgraph import autograd, ops
+from fgraph import autograd, ops, random
 from fgraph._methods import install as _install_methods
 from fgraph.autograd import (
     Gradients,
@@ -32,6 +32,7 @@ from fgraph.ops.indexing import *  # noqa: F401,F403
 from fgraph.ops.linalg import *  # noqa: F401,F403
 from fgraph.ops.reduction import *  # noqa: F401,F403
 from fgraph.ops.shape import *  # noqa: F401,F403
+from fgraph.random import Generator, get_rng_state, manual_seed, set_rng_state
 from fgraph.tensor import Tensor, arange, as_tensor, full, full_like, ones, ones_like, tensor, zeros, zeros_like
 
 _install_methods()
