@@ -20,6 +20,7 @@ from __future__ import annotations
 import heapq
 from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, Union
 
+import jax
 import jax.numpy as jnp
 
 from fgraph.autograd import fusion
@@ -92,6 +93,7 @@ def grad(
     retain_graph: Optional[bool] = None,
     create_graph: bool = False,
     allow_unused: Optional[bool] = None,
+    is_grads_batched: bool = False,
     materialize_grads: bool = False,
 ) -> tuple[Optional[Tensor], ...]:
     """Gradients of ``outputs`` with respect to ``inputs``, as a tuple (``torch.autograd.grad``).
@@ -99,6 +101,9 @@ def grad(
     ``retain_graph`` is accepted for compatibility: records are immutable, so a
     graph can be differentiated any number of times. With ``create_graph=True``
     the returned gradients carry their own graph, for higher derivatives.
+    With ``is_grads_batched=True`` the first dimension of every ``grad_outputs``
+    entry is a batch: the backward pass runs under ``jax.vmap`` and each result
+    gains that leading dimension.
 
     Example:
         >>> import fgraph as fg
@@ -115,8 +120,11 @@ def grad(
     if materialize_grads and allow_unused is False:
         raise GradError("grad: materialize_grads=True needs allow_unused to be True or None.")
     allow_unused = bool(allow_unused) or materialize_grads
-    seeds = _make_seeds(outputs_t, grad_outputs, "grad")
-    captured, _ = _execute(outputs_t, seeds, inputs_t, create_graph, accumulate=False)
+    if is_grads_batched:
+        captured = _batched_grad(outputs_t, inputs_t, grad_outputs, create_graph)
+    else:
+        seeds = _make_seeds(outputs_t, grad_outputs, "grad")
+        captured, _ = _execute(outputs_t, seeds, inputs_t, create_graph, accumulate=False)
     result = []
     for i, (x, g) in enumerate(zip(inputs_t, captured)):
         if g is None:
@@ -167,6 +175,35 @@ def backward(
             if g is not None and x.grad_fn is not None:
                 items[id(x)] = (x, g)
     return Gradients(items)
+
+
+def _batched_grad(outputs: tuple, inputs: tuple, grad_outputs: Any, create_graph: bool) -> list:
+    if create_graph:
+        raise GradError("grad: is_grads_batched=True does not support create_graph=True yet; "
+                        "loop over the batch or use fg.autograd.functional.jacobian(..., create_graph=True).")
+    if grad_outputs is None:
+        raise GradError("grad: is_grads_batched=True needs grad_outputs with a leading batch dimension.")
+    given = (grad_outputs,) if isinstance(grad_outputs, Tensor) else tuple(grad_outputs)
+    if len(given) != len(outputs):
+        raise GradError(f"grad: got {len(given)} gradients for {len(outputs)} outputs.")
+    batch_sizes = set()
+    for i, (out, g) in enumerate(zip(outputs, given)):
+        if g.shape[1:] != out.shape:
+            raise GradError(
+                f"grad: with is_grads_batched=True, grad_outputs[{i}] must have shape (batch, *{out.shape}), "
+                f"got {g.shape}."
+            )
+        batch_sizes.add(g.shape[0])
+    if len(batch_sizes) != 1:
+        raise GradError(f"grad: grad_outputs have different batch sizes {sorted(batch_sizes)}.")
+
+    def one(*seed_arrays: Any) -> tuple:
+        seeds = [_wrap(a) for a in seed_arrays]
+        captured, _ = _execute(outputs, seeds, inputs, False, accumulate=False)
+        return tuple(None if g is None else g.data for g in captured)
+
+    batched = jax.vmap(one)(*[g.data for g in given])
+    return [None if a is None else _wrap(a) for a in batched]
 
 
 # -- argument checks -------------------------------------------------------------------------------
