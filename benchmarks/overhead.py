@@ -269,7 +269,7 @@ def thread_settings() -> list[str]:
 
 
 def run(quick: bool) -> int:
-    repeats, target = (3, 0.05) if quick else (9, 0.25)
+    repeats, target = (3, 0.05) if quick else (7, 0.2)
     rng = np.random.default_rng(0)
     workloads = {
         "chain": (chain_data(rng), fgraph_chain, jax_chain, torch_chain, CHAIN_OPS,

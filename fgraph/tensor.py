@@ -249,6 +249,21 @@ def _wrap_output(data: Any, node: Node, output_nr: int) -> Tensor:
     return t
 
 
+def _rewrap(data: Any, edge: Optional[GradientEdge]) -> Tensor:
+    """A record for ``data`` that sits on ``edge`` of the graph (a leaf alias if it is an AccumulateGrad)."""
+    if edge is None:
+        return _wrap(data)
+    node, output_nr = edge
+    if type(node) is AccumulateGrad:
+        t = _new_object(Tensor)
+        _set_data(t, data)
+        _set_grad_fn(t, None)
+        _set_output_nr(t, 0)
+        _set_edge(t, edge)
+        return t
+    return _wrap_output(data, node, output_nr)
+
+
 def _init_leaf(t: Tensor, data: Any, requires_grad: bool) -> None:
     _set_data(t, data)
     _set_grad_fn(t, None)

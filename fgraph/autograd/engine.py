@@ -17,6 +17,7 @@ on tensors: gradients are returned.
 """
 from __future__ import annotations
 
+import contextvars
 import heapq
 from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, Union
 
@@ -24,6 +25,8 @@ import jax
 import jax.numpy as jnp
 
 from fgraph.autograd import fusion
+from fgraph.autograd._record_state import RECORD_EXTRAS
+from fgraph.autograd.anomaly import anomaly_apply
 from fgraph.autograd.grad_mode import _GRAD_ENABLED
 from fgraph.autograd.graph import AccumulateGrad, GraphRoot, Node
 from fgraph.errors import GradError
@@ -32,6 +35,9 @@ from fgraph.tensor import Tensor, _wrap
 __all__ = ["grad", "backward", "Gradients"]
 
 TensorOrTensors = Union[Tensor, Sequence[Tensor]]
+
+#: Callbacks queued by hooks for the end of the running backward pass (None outside one).
+_CALLBACKS: contextvars.ContextVar[Optional[list]] = contextvars.ContextVar("fgraph_backward_callbacks", default=None)
 
 
 class Gradients(Mapping):
@@ -276,19 +282,50 @@ def _execute(roots: tuple, seeds: list, inputs: Optional[tuple], create_graph: b
     dependencies = _compute_dependencies(graph_root, min_topo)
     exec_info = _init_to_execute(graph_root, output_edges, accumulate, min_topo) if output_edges else None
 
+    extras = RECORD_EXTRAS.get()
+    anomaly = None if extras is None else extras.anomaly
     token = _GRAD_ENABLED.set(bool(create_graph))
+    callbacks: list = []
+    task_token = _CALLBACKS.set(callbacks)
     try:
+        if anomaly is not None:
+            captured: list = [None] * len(output_edges)
+            leaf_grads: dict = {}
+            _run_ready_heap(graph_root, buffers, dependencies, exec_info, captured, leaf_grads, accumulate,
+                            anomaly_apply(anomaly))
+            _run_callbacks(callbacks)
+            return captured, leaf_grads
         if not create_graph:
             fused = fusion.try_run(graph_root, root_nr, seeds, dependencies, exec_info, len(output_edges),
                                    accumulate)
             if fused is not None:
                 return fused
-        captured: list = [None] * len(output_edges)
-        leaf_grads: dict = {}
+        captured = [None] * len(output_edges)
+        leaf_grads = {}
         _run_ready_heap(graph_root, buffers, dependencies, exec_info, captured, leaf_grads, accumulate)
+        _run_callbacks(callbacks)
     finally:
+        _CALLBACKS.reset(task_token)
         _GRAD_ENABLED.reset(token)
     return captured, leaf_grads
+
+
+def queue_callback(callback: Callable[[], None]) -> None:
+    """Run ``callback()`` when the backward pass that is executing now finishes (as in PyTorch).
+
+    Only valid while a backward pass runs (from a hook or a custom backward).
+    """
+    callbacks = _CALLBACKS.get()
+    if callbacks is None:
+        raise RuntimeError("queue_callback: no backward pass is running; call it from a hook during backward.")
+    callbacks.append(callback)
+
+
+def _run_callbacks(callbacks: list) -> None:
+    i = 0
+    while i < len(callbacks):  # callbacks may queue more callbacks
+        callbacks[i]()
+        i += 1
 
 
 def _compute_dependencies(root: Node, min_topo: int) -> dict:

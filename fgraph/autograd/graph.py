@@ -16,6 +16,7 @@ Example:
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Sequence
@@ -23,7 +24,19 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Sequence
 if TYPE_CHECKING:
     from fgraph.tensor import Tensor
 
-__all__ = ["Node", "NodeHooks", "GradientEdge", "AccumulateGrad", "GraphRoot", "RemovableHandle", "get_gradient_edge"]
+__all__ = [
+    "Node",
+    "NodeHooks",
+    "GradientEdge",
+    "AccumulateGrad",
+    "GraphRoot",
+    "RemovableHandle",
+    "get_gradient_edge",
+    "register_multi_grad_hook",
+    "saved_tensors_hooks",
+    "save_on_cpu",
+    "disable_saved_tensors_hooks",
+]
 
 #: ``AccumulateGrad`` gets the largest sequence number so it runs as soon as it is ready.
 MAX_SEQUENCE_NR = 2**64 - 1
@@ -254,3 +267,81 @@ class GraphRoot(Node):
 
     def apply(self, grad_outputs: GradList, needs: Optional[tuple[bool, ...]]) -> tuple:
         return self.seeds
+
+
+class _HandleGroup:
+    """Removes several hooks at once (returned by :func:`register_multi_grad_hook`)."""
+
+    __slots__ = ("handles",)
+
+    def __init__(self, handles: Sequence[RemovableHandle]) -> None:
+        self.handles = tuple(handles)
+
+    def remove(self) -> None:
+        for handle in self.handles:
+            handle.remove()
+
+    def __enter__(self) -> "_HandleGroup":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+
+def register_multi_grad_hook(tensors: Sequence["Tensor"], fn: Callable, *, mode: str = "all") -> _HandleGroup:
+    """Call ``fn`` once per backward pass that computes gradients for ``tensors``.
+
+    ``mode="all"``: ``fn(grads)`` when the pass ends, ``grads`` holding one entry per
+    tensor (``None`` for those the pass did not reach). ``mode="any"``: ``fn(grad)``
+    with the first of those gradients computed. Returns a handle removing the hooks.
+
+    Example:
+        >>> import fgraph as fg
+        >>> a = fg.tensor(1.0, requires_grad=True); b = fg.tensor(2.0, requires_grad=True)
+        >>> seen = []
+        >>> _ = fg.autograd.graph.register_multi_grad_hook((a, b), lambda gs: seen.append([g.item() for g in gs]))
+        >>> _ = fg.backward(a * 3.0 + b * 4.0)
+        >>> seen
+        [[3.0, 4.0]]
+    """
+    from fgraph.autograd.engine import _CALLBACKS, queue_callback
+
+    if mode not in ("all", "any"):
+        raise ValueError(f"register_multi_grad_hook: mode must be 'all' or 'any', got {mode!r}.")
+    tensors = tuple(tensors)
+    for i, t in enumerate(tensors):
+        if t._edge is None:
+            raise RuntimeError(f"register_multi_grad_hook: tensor {i} does not require grad.")
+    per_pass: dict = {}  # id(callbacks of a running pass) -> grads so far / fired flag
+
+    def hook_for(index: int) -> Callable:
+        def multi_grad_hook(grad: "Tensor") -> None:
+            callbacks = _CALLBACKS.get()
+            key = id(callbacks)
+            if mode == "any":
+                if key not in per_pass:
+                    per_pass[key] = True
+                    queue_callback(functools.partial(per_pass.pop, key, None))
+                    fn(grad)
+                return None
+            grads = per_pass.get(key)
+            if grads is None:
+                grads = per_pass[key] = [None] * len(tensors)
+                queue_callback(functools.partial(_finish_multi_grad, per_pass, key, fn))
+            grads[index] = grad
+            return None
+
+        return multi_grad_hook
+
+    return _HandleGroup([t.register_hook(hook_for(i)) for i, t in enumerate(tensors)])
+
+
+def _finish_multi_grad(per_pass: dict, key: int, fn: Callable) -> None:
+    fn(tuple(per_pass.pop(key)))
+
+
+from fgraph.autograd.saved_tensors import (  # noqa: E402  (re-exported here, as torch.autograd.graph does)
+    disable_saved_tensors_hooks,
+    save_on_cpu,
+    saved_tensors_hooks,
+)

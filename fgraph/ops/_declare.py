@@ -31,7 +31,10 @@ from typing import Any, Callable, NamedTuple, Optional, Sequence
 import jax
 import jax.numpy as jnp
 
+from fgraph.autograd._record_state import RECORD_EXTRAS
+from fgraph.autograd.anomaly import forward_stack
 from fgraph.autograd.grad_mode import _GRAD_ENABLED
+from fgraph.autograd.saved_tensors import Packed, pack_saved, unpack_saved
 from fgraph.autograd.graph import Node, next_sequence_nr
 from fgraph.errors import OpError
 from fgraph.tensor import Tensor, _wrap, _wrap_output
@@ -197,6 +200,8 @@ def apply_unary(op: OpDef, x: Tensor, params: Any = None) -> Tensor:
     node.in_meta = ((aval.shape, aval.dtype),)
     node.saved_inputs = (x,) if op.save_inputs else None
     node.saved_result = out if op.save_result else None
+    if RECORD_EXTRAS.get() is not None:
+        _apply_record_extras(node)
     return _wrap_output(out, node, 0)
 
 
@@ -223,12 +228,32 @@ def _record(op: OpDef, args: tuple, arrays: list, params: Any, edges: tuple, out
     node.saved_inputs = args if op.save_inputs else None
     if op.num_outputs == 1:
         node.saved_result = out if op.save_result else None
+        if RECORD_EXTRAS.get() is not None:
+            _apply_record_extras(node)
         return _wrap_output(out, node, 0)
     node.saved_result = tuple(out) if op.save_result else None
     node.out_meta = tuple((o.aval.shape, o.aval.dtype) for o in out)
+    if RECORD_EXTRAS.get() is not None:
+        _apply_record_extras(node)
     return tuple(
         _wrap_output(o, node, i) if jnp.issubdtype(o.dtype, jnp.inexact) else _wrap(o) for i, o in enumerate(out)
     )
+
+
+def _apply_record_extras(node: "OpNode") -> None:
+    """Saved-tensor hooks pack what the node saves; anomaly mode stores the forward stack."""
+    extras = RECORD_EXTRAS.get()
+    if extras.saved_hooks is not None:
+        if node.saved_inputs is not None:
+            node.saved_inputs = pack_saved(node.saved_inputs, extras.saved_hooks)
+        if node.saved_result is not None:
+            results = node.saved_result if node.op.num_outputs > 1 else (node.saved_result,)
+            packed = pack_saved(tuple(_wrap(r) for r in results), extras.saved_hooks)
+            node.saved_result = packed if node.op.num_outputs > 1 else packed[0]
+            for p in packed:
+                p.edge = None  # the node's own output: re-attached to the node at backward
+    if extras.anomaly is not None:
+        node.metadata["traceback_"] = forward_stack()
 
 
 def _explain(op: OpDef, args: tuple, params: Any, exc: Exception) -> OpError:
@@ -269,12 +294,14 @@ class OpNode(Node):
         saved = self.saved_inputs
         if saved is not None:
             for a in saved:
+                if type(a) is Packed:
+                    a = a.get()
                 args.append(a.data if isinstance(a, Tensor) else a)
         if self.op.save_result:
             if self.op.num_outputs == 1:
-                args.append(self.saved_result)
+                args.append(_unpacked_array(self.saved_result))
             else:
-                args.extend(self.saved_result)
+                args.extend(_unpacked_array(r) for r in self.saved_result)
         return args
 
     def apply_kernel(self, grad_outputs: Sequence[Optional[Tensor]], needs: Optional[tuple], saved: list) -> tuple:
@@ -311,10 +338,13 @@ class OpNode(Node):
         result = self.saved_result
         if result is not None:
             if op.num_outputs == 1:
-                result = _wrap_output(result, self, 0)
+                result = _wrap_output(_unpacked_array(result), self, 0)
             else:
-                result = tuple(_wrap_output(r, self, i) for i, r in enumerate(result))
-        ctx = RuleContext(self.saved_inputs, result, self.params, needs, self.in_meta)
+                result = tuple(_wrap_output(_unpacked_array(r), self, i) for i, r in enumerate(result))
+        inputs = self.saved_inputs
+        if inputs is not None:
+            inputs = unpack_saved(inputs)
+        ctx = RuleContext(inputs, result, self.params, needs, self.in_meta)
         if op.num_outputs == 1:
             grads: Any = grad_outputs[0]
         else:
@@ -329,6 +359,10 @@ class MultiOutputOpNode(OpNode):
 
     def _out_meta(self) -> Optional[tuple]:
         return self.out_meta
+
+
+def _unpacked_array(saved: Any) -> Any:
+    return saved.get().data if type(saved) is Packed else saved
 
 
 def _default_needs(in_meta: tuple) -> tuple[bool, ...]:

@@ -1,0 +1,122 @@
+"""Saved-tensor hooks: change what backward nodes keep for their rules.
+
+Inside ``saved_tensors_hooks(pack, unpack)``, every tensor a new node saves is
+passed to ``pack`` and the node keeps whatever ``pack`` returns; when the rule
+runs, ``unpack`` turns it back into a Tensor. Only the innermost pair applies,
+as in PyTorch. The output a node saves is packed as a detached record (the node
+never holds its own output strongly); backward re-attaches it.
+
+Example:
+    >>> import fgraph as fg
+    >>> from fgraph.autograd.graph import saved_tensors_hooks
+    >>> packed = []
+    >>> def pack(t):
+    ...     packed.append(t.shape)
+    ...     return t.to(fg.float16)
+    >>> def unpack(t):
+    ...     return t.to(fg.float32)
+    >>> x = fg.tensor([1.0, 2.0], requires_grad=True)
+    >>> with saved_tensors_hooks(pack, unpack):
+    ...     y = (x * x).sum()
+    >>> packed
+    [(2,), (2,)]
+    >>> fg.grad(y, [x])[0].tolist()
+    [2.0, 4.0]
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import jax
+
+from fgraph.autograd._record_state import RECORD_EXTRAS, push_extras
+
+__all__ = ["saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks", "Packed", "pack_saved", "unpack_saved"]
+
+
+class Packed:
+    """What a node keeps for a saved tensor under hooks: the packed object, the unpack hook,
+    and the tensor's graph edge (``None`` for a node's own output), so the unpacked
+    tensor is reconnected to the graph for higher-order derivatives, as in PyTorch."""
+
+    __slots__ = ("value", "unpack", "edge")
+
+    def __init__(self, value: Any, unpack: Callable[[Any], Any], edge: Any) -> None:
+        self.value = value
+        self.unpack = unpack
+        self.edge = edge
+
+    def get(self) -> Any:
+        from fgraph.tensor import Tensor, _rewrap
+
+        out = self.unpack(self.value)
+        if not isinstance(out, Tensor):
+            raise TypeError(
+                f"saved_tensors_hooks: unpack_hook returned a {type(out).__name__}; it must return an fgraph Tensor."
+            )
+        return _rewrap(out.data, self.edge)
+
+
+def pack_saved(values: Any, hooks: tuple) -> Any:
+    """Pack the Tensors among a node's saved inputs (other saved values stay as they are)."""
+    from fgraph.tensor import Tensor
+
+    pack, unpack = hooks
+    return tuple(Packed(pack(v), unpack, v._edge) if isinstance(v, Tensor) else v for v in values)
+
+
+def unpack_saved(values: tuple) -> tuple:
+    return tuple(v.get() if type(v) is Packed else v for v in values)
+
+
+class saved_tensors_hooks:
+    """Context manager installing ``pack_hook(tensor) -> Any`` and ``unpack_hook(Any) -> Tensor``."""
+
+    def __init__(self, pack_hook: Callable[[Any], Any], unpack_hook: Callable[[Any], Any]) -> None:
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+        self._tokens: list = []
+
+    def __enter__(self) -> "saved_tensors_hooks":
+        self._tokens.append(push_extras(saved_hooks=(self.pack_hook, self.unpack_hook)))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        RECORD_EXTRAS.reset(self._tokens.pop())
+
+
+class disable_saved_tensors_hooks:
+    """Inside this block nodes save tensors as they are, whatever hooks are installed outside."""
+
+    def __init__(self, error_message: str = "") -> None:
+        self._tokens: list = []
+
+    def __enter__(self) -> None:
+        self._tokens.append(push_extras(saved_hooks=None))
+
+    def __exit__(self, *exc: object) -> None:
+        RECORD_EXTRAS.reset(self._tokens.pop())
+
+
+def _to_host(t: Any) -> tuple:
+    cpu = jax.devices("cpu")[0]
+    devices = getattr(t.data, "devices", None)
+    home = next(iter(devices())) if callable(devices) and not isinstance(t.data, jax.core.Tracer) else None
+    return jax.device_put(t.data, cpu), home
+
+
+def _from_host(packed: tuple) -> Any:
+    from fgraph.tensor import _wrap
+
+    data, home = packed
+    return _wrap(data if home is None else jax.device_put(data, home))
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """Keep saved tensors in host memory and move them back to their device for backward.
+
+    ``pin_memory`` is accepted for PyTorch compatibility (JAX manages host buffers).
+    """
+
+    def __init__(self, pin_memory: bool = False) -> None:
+        super().__init__(_to_host, _from_host)
