@@ -1,6 +1,17 @@
 """Autograd: the graph, the engine, grad modes."""
 from fgraph.autograd import graph
-from fgraph.autograd.engine import Gradients, backward, grad
+from fgraph.autograd.anomaly import (
+    AnomalyError,
+    detect_anomaly,
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+    set_detect_anomaly,
+)
+from fgraph.autograd.engine import Gradients, backward, grad, queue_callback
+from fgraph.autograd.function import Function, once_differentiable
+from fgraph.autograd.checkpoint import checkpoint
+from fgraph.autograd import functional
+from fgraph.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
 from fgraph.autograd.grad_mode import (
     enable_grad,
     inference_mode,
@@ -12,6 +23,16 @@ from fgraph.autograd.grad_mode import (
 
 __all__ = [
     "graph",
+    "functional",
+    "gradcheck",
+    "gradgradcheck",
+    "GradcheckError",
+    "detect_anomaly",
+    "set_detect_anomaly",
+    "is_anomaly_enabled",
+    "is_anomaly_check_nan_enabled",
+    "AnomalyError",
+    "queue_callback",
     "grad",
     "backward",
     "Gradients",
@@ -21,4 +42,7 @@ __all__ = [
     "inference_mode",
     "is_grad_enabled",
     "is_inference_mode_enabled",
+    "Function",
+    "once_differentiable",
+    "checkpoint",
 ]
