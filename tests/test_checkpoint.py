@@ -196,3 +196,24 @@ def test_no_grad_and_aliases():
     assert utils_checkpoint is checkpoint is fg.autograd.checkpoint
     with pytest.raises(TypeError, match="Tensor or a tuple"):
         checkpoint(lambda h: [h * 2.0], x)
+
+
+def test_saved_tensor_hooks_count_fewer_saved_arrays_when_checkpointed():
+    from fgraph.autograd.graph import saved_tensors_hooks
+
+    x, params = make_mlp()
+    counts = {}
+    for use_checkpoint in (False, True):
+        packed = []
+
+        def pack(t, packed=packed):
+            packed.append(t.shape)
+            return t
+
+        with saved_tensors_hooks(pack, lambda t: t):
+            loss = mlp_loss(x, params, use_checkpoint)
+        counts[use_checkpoint] = len(packed)
+        (g,) = fg.grad(loss, [params[0][0]])  # unpacking through the hooks still gives gradients
+        assert np.isfinite(_np(g)).all()
+    assert counts[True] < counts[False], counts
+    assert counts == {False: 5 * DEPTH + 2, True: 3 * DEPTH + 2}

@@ -48,8 +48,11 @@ import jax
 import jax.numpy as jnp
 
 from fgraph._dtypes import is_differentiable_dtype
+from fgraph.autograd._record_state import RECORD_EXTRAS
+from fgraph.autograd.anomaly import forward_stack
 from fgraph.autograd.grad_mode import _GRAD_ENABLED
 from fgraph.autograd.graph import GradientEdge, Node, next_sequence_nr
+from fgraph.autograd.saved_tensors import Packed
 from fgraph.errors import GradError
 from fgraph.tensor import Tensor, _wrap, _wrap_output
 
@@ -175,9 +178,10 @@ class FunctionBackward(Node):
         result = []
         for entry in self._saved:
             if type(entry) is _SavedOutput:
-                result.append(_wrap_output(entry.data, self, entry.index))
+                data = entry.data.get().data if type(entry.data) is Packed else entry.data
+                result.append(_wrap_output(data, self, entry.index))
             else:
-                result.append(entry)
+                result.append(entry.get() if type(entry) is Packed else entry)
         return tuple(result)
 
     def apply(self, grad_outputs: Sequence[Optional[Tensor]], needs: Optional[tuple[bool, ...]]) -> tuple:
@@ -411,10 +415,30 @@ def _record(cls: type, ctx: FunctionCtx, args: tuple, edges: tuple, in_meta: tup
                     entry = _SavedOutput(j, t.data) if differentiable[j] else result[j]
                     break
         saved.append(entry)
+    extras = RECORD_EXTRAS.get()
+    if extras is not None:
+        saved = _apply_record_extras(node, saved, extras)
     node._saved = tuple(saved)
     ctx._fg_to_save = None
     ctx._fg_node_ref = weakref.ref(node)
     return tuple(result)
+
+
+def _apply_record_extras(node: FunctionBackward, saved: list, extras: Any) -> list:
+    """Saved-tensor hooks pack what the node saves; anomaly mode records the forward stack."""
+    if extras.anomaly is not None:
+        node.metadata["traceback_"] = forward_stack()
+    if extras.saved_hooks is None:
+        return saved
+    pack, unpack = extras.saved_hooks
+    packed = []
+    for entry in saved:
+        if type(entry) is _SavedOutput:
+            entry = _SavedOutput(entry.index, Packed(pack(_wrap(entry.data)), unpack, None))
+        elif isinstance(entry, Tensor):
+            entry = Packed(pack(entry), unpack, entry._edge)
+        packed.append(entry)
+    return packed
 
 
 # -- once_differentiable ---------------------------------------------------------------------------
