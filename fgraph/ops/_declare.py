@@ -77,7 +77,8 @@ class OpDef:
         save_result: the rule reads ``ctx.result``.
         differentiable: ``False`` for ops whose outputs never carry gradients
             (comparisons, argmax...).
-        num_outputs: number of outputs ``forward`` returns (as a tuple when > 1).
+        num_outputs: number of outputs ``forward`` returns (as a tuple when > 1);
+            ``0`` when it depends on the parameters (``split``): the tuple's length.
         node_name: PyTorch-style node name (default ``NameBackward0``).
         hint: ``hint(args, params) -> str`` explaining a failed call.
     """
@@ -109,10 +110,12 @@ class OpDef:
         self._kernels: dict[Any, Callable] = {}
         self._rule_kernels: dict[Any, Callable] = {}
         node_name = node_name or "".join(p.capitalize() for p in name.split("_")) + "Backward0"
-        base = OpNode if num_outputs == 1 else MultiOutputOpNode
-        self.node_cls: type[OpNode] = type(
-            node_name, (base,), {"__slots__": (), "op": self, "num_inputs": num_outputs, "__module__": __name__}
-        )
+        namespace = {"__slots__": (), "op": self, "__module__": __name__}
+        if num_outputs == 1:
+            base, namespace["num_inputs"] = OpNode, 1
+        else:
+            base = MultiOutputOpNode  # num_inputs comes from the node's out_meta
+        self.node_cls: type[OpNode] = type(node_name, (base,), namespace)
 
     def __repr__(self) -> str:
         return f"<op {self.name}: {self.node_cls.__name__}, rule={getattr(self.rule, '__name__', None)}>"
@@ -247,9 +250,9 @@ def _apply_record_extras(node: "OpNode") -> None:
         if node.saved_inputs is not None:
             node.saved_inputs = pack_saved(node.saved_inputs, extras.saved_hooks)
         if node.saved_result is not None:
-            results = node.saved_result if node.op.num_outputs > 1 else (node.saved_result,)
+            results = node.saved_result if node.op.num_outputs != 1 else (node.saved_result,)
             packed = pack_saved(tuple(_wrap(r) for r in results), extras.saved_hooks)
-            node.saved_result = packed if node.op.num_outputs > 1 else packed[0]
+            node.saved_result = packed if node.op.num_outputs != 1 else packed[0]
             for p in packed:
                 p.edge = None  # the node's own output: re-attached to the node at backward
     if extras.anomaly is not None:
@@ -357,6 +360,10 @@ class MultiOutputOpNode(OpNode):
 
     __slots__ = ("out_meta",)
 
+    @property
+    def num_inputs(self) -> int:  # type: ignore[override]
+        return len(self.out_meta)
+
     def _out_meta(self) -> Optional[tuple]:
         return self.out_meta
 
@@ -384,7 +391,7 @@ def _traced_rule(op: OpDef, params: Any, in_meta: tuple, needs: Optional[tuple],
     ``args`` are the output gradients (``None`` where missing), then the saved
     inputs (if the op saves them), then the saved outputs (if it saves them).
     """
-    n_out = op.num_outputs
+    n_out = 1 if op.num_outputs == 1 else len(out_meta)
     needs = _default_needs(in_meta) if needs is None else needs
     token = _GRAD_ENABLED.set(False)
     try:
@@ -396,8 +403,8 @@ def _traced_rule(op: OpDef, params: Any, in_meta: tuple, needs: Optional[tuple],
             rest = rest[len(in_meta):]
         result = None
         if op.save_result:
-            result = _wrap(rest[0]) if n_out == 1 else tuple(_wrap(r) for r in rest)
-        g: Any = grads[0] if n_out == 1 else _fill_zeros(grads, out_meta)
+            result = _wrap(rest[0]) if op.num_outputs == 1 else tuple(_wrap(r) for r in rest)
+        g: Any = grads[0] if op.num_outputs == 1 else _fill_zeros(grads, out_meta)
         outs = _finish(op.rule(RuleContext(inputs, result, params, needs, in_meta), g), needs, in_meta)
         return tuple(None if o is None else o.data for o in outs)
     finally:
