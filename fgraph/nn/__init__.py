@@ -1,0 +1,4 @@
+"""Neural-network layers and functionals (``fgraph.nn.functional``)."""
+from fgraph.nn import functional
+
+__all__ = ["functional"]

@@ -1,0 +1,1 @@
+"""One module per op family, each with ``TABLE`` (and optionally ``TORCH``); see op_harness.py."""
