@@ -312,10 +312,7 @@ class OpNode(Node):
         op = self.op
         if op.rule is None:
             raise _missing_rule(self)
-        for g in grad_outputs:
-            if g is not None:
-                break
-        else:
+        if _all_none(grad_outputs):
             return (None,) * len(self.next_edges)  # nothing flowed in: nothing flows out
         key = (self.params, self.in_meta, needs, self._out_meta())
         kernel = op._rule_kernels.get(key)
@@ -332,10 +329,7 @@ class OpNode(Node):
         op = self.op
         if op.rule is None:
             raise _missing_rule(self)
-        for g in grad_outputs:
-            if g is not None:
-                break
-        else:
+        if _all_none(grad_outputs):
             return (None,) * len(self.next_edges)
         needs = _default_needs(self.in_meta) if needs is None else needs
         result = self.saved_result
@@ -366,6 +360,13 @@ class MultiOutputOpNode(OpNode):
 
     def _out_meta(self) -> Optional[tuple]:
         return self.out_meta
+
+
+def _all_none(grads: Sequence[Optional[Tensor]]) -> bool:
+    for g in grads:  # identity checks only: Tensor.__eq__ is elementwise
+        if g is not None:
+            return False
+    return True
 
 
 def _unpacked_array(saved: Any) -> Any:
