@@ -95,9 +95,21 @@ def mul(input: Number, other: Number) -> Tensor:
     return apply_op(MUL, (input, other))
 
 
-def div(input: Number, other: Number) -> Tensor:
-    """True division with broadcasting (``torch.div`` without ``rounding_mode``)."""
-    return apply_op(DIV, (input, other))
+def div(input: Number, other: Number, *, rounding_mode: Optional[str] = None) -> Tensor:
+    """``input / other`` with broadcasting; ``rounding_mode`` ``'trunc'`` or ``'floor'`` rounds the quotient.
+
+    Rounded division keeps integer dtypes and has a zero gradient (``DivBackward2``), as in PyTorch.
+
+    Example:
+        >>> import fgraph as fg
+        >>> fg.div(fg.tensor([7.0, -7.0]), 2.0, rounding_mode="floor").tolist()
+        [3.0, -4.0]
+    """
+    if rounding_mode is None:
+        return apply_op(DIV, (input, other))
+    from fgraph.ops.elementwise_math import div_rounded
+
+    return div_rounded(input, other, rounding_mode)
 
 
 true_divide = div
@@ -109,7 +121,7 @@ def neg(input: Tensor) -> Tensor:
 
 
 # -- powers ------------------------------------------------------------------------------------
-def _pow_scalar_forward(x, *, exponent):
+def _pow_scalar_forward(x, *, exponent, exponent_type):
     return jnp.power(x, exponent)
 
 
@@ -132,7 +144,8 @@ def _pow_tensor_rule(ctx, g):
     return ga, gb
 
 
-POW = declare("pow", _pow_scalar_forward, _pow_scalar_rule, params=("exponent",), save_inputs=True,
+# ``*_type`` params keep 2, 2.0 and True apart: they compare equal but compile differently.
+POW = declare("pow", _pow_scalar_forward, _pow_scalar_rule, params=("exponent", "exponent_type"), save_inputs=True,
               node_name="PowBackward0")
 POW_TENSOR = declare("pow_tensor", jnp.power, _pow_tensor_rule, save_inputs=True, save_result=True,
                      node_name="PowBackward1", hint=_shapes_hint)
@@ -147,7 +160,8 @@ def pow(input: Number, exponent: Number) -> Tensor:
         [9.0]
     """
     if isinstance(input, Tensor) and not isinstance(exponent, Tensor) and np.ndim(exponent) == 0:
-        return apply_op(POW, (input,), POW.Params(_hashable_scalar(exponent)))
+        exponent = _hashable_scalar(exponent)
+        return apply_op(POW, (input,), POW.Params(exponent, type(exponent)))
     return apply_op(POW_TENSOR, (input, exponent))
 
 
@@ -288,7 +302,7 @@ def _where_rule(ctx, g):
     return None, ga, gb
 
 
-def _clamp_forward(x, *, min, max):
+def _clamp_forward(x, *, min, max, bound_types):
     return jnp.clip(x, min, max)
 
 
@@ -307,7 +321,7 @@ def _clamp_rule(ctx, g):
 MAXIMUM = declare("maximum", jnp.maximum, _maximum_rule, save_inputs=True, hint=_shapes_hint)
 MINIMUM = declare("minimum", jnp.minimum, _minimum_rule, save_inputs=True, hint=_shapes_hint)
 WHERE = declare("where", jnp.where, _where_rule, save_inputs=True, hint=_shapes_hint)
-CLAMP = declare("clamp", _clamp_forward, _clamp_rule, params=("min", "max"), save_inputs=True)
+CLAMP = declare("clamp", _clamp_forward, _clamp_rule, params=("min", "max", "bound_types"), save_inputs=True)
 
 
 def maximum(input: Number, other: Number) -> Tensor:
@@ -350,7 +364,9 @@ def clamp(input: Tensor, min: Optional[Number] = None, max: Optional[Number] = N
         if max is not None:
             out = minimum(out, max)
         return out
-    params = CLAMP.Params(None if min is None else _hashable_scalar(min), None if max is None else _hashable_scalar(max))
+    lo = None if min is None else _hashable_scalar(min)
+    hi = None if max is None else _hashable_scalar(max)
+    params = CLAMP.Params(lo, hi, (type(lo), type(hi)))
     return apply_op(CLAMP, (input,), params)
 
 
