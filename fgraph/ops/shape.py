@@ -1,4 +1,7 @@
-"""Shape and movement ops: reshape, transpose, permute, expand, squeeze, unsqueeze, cat, stack.
+"""Shape and movement ops: reshape, transpose, permute, expand, squeeze, unsqueeze, cat, stack, narrow.
+
+More live in ``movement.py`` (movedim, repeat, flip, roll...), ``splitting.py`` (split, chunk,
+unbind), ``triangular.py`` (diagonal, diag_embed, tril, triu) and ``padding.py`` (pad).
 
 Example:
     >>> import fgraph as fg
@@ -27,6 +30,8 @@ def _shape_args(shape: tuple) -> tuple[int, ...]:
 
 
 def _dim(d: int, ndim: int, op: str) -> int:
+    if ndim == 0:
+        raise IndexError(f"{op}: dim {d} is out of range: the tensor is 0-dimensional (a scalar) and has no dims.")
     if not -ndim <= d < ndim:
         raise IndexError(
             f"{op}: dim {d} is out of range for a tensor with {ndim} dimensions "
@@ -298,12 +303,34 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 
 
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
-    """The slice ``start:start+length`` along ``dim``."""
+    """The slice ``start:start+length`` along ``dim``; a negative ``start`` counts from the end.
+
+    Example:
+        >>> import fgraph as fg
+        >>> fg.arange(5.0).narrow(0, 1, 3).tolist()
+        [1.0, 2.0, 3.0]
+    """
     d = _dim(dim, input.ndim, "narrow")
+    size = input.shape[d]
+    if isinstance(start, Tensor) or isinstance(length, Tensor):
+        raise TypeError("narrow: start and length must be Python ints (reading a Tensor would need a host round trip).")
+    start, length = int(start), int(length)
+    if not -size <= start <= size:
+        raise IndexError(f"narrow: start {start} is out of range for dim {d} of size {size} (expected [{-size}, {size}]).")
+    if start < 0:
+        start += size
+    if length < 0:
+        raise OpError(f"narrow: length must be non-negative, got {length}.")
+    if start + length > size:
+        raise OpError(
+            f"narrow: start ({start}) + length ({length}) exceeds the size of dim {d} ({size}) of shape {input.shape}."
+        )
+    if start == 0 and length == size:
+        return input
     return input[(slice(None),) * d + (slice(start, start + length),)]
 
 
 #: Exported as ``fgraph.<name>``.
 __all__ = ["reshape", "view", "flatten", "transpose", "permute", "t", "matrix_transpose", "expand", "broadcast_to", "squeeze", "unsqueeze", "cat", "concat", "concatenate", "stack", "narrow"]
 #: Installed as ``Tensor.<name>`` methods.
-TENSOR_METHODS = {"reshape": reshape, "view": reshape, "flatten": flatten, "transpose": transpose, "permute": permute, "t": t, "expand": expand, "squeeze": squeeze, "unsqueeze": unsqueeze, "narrow": narrow}
+TENSOR_METHODS = {"reshape": reshape, "view": reshape, "flatten": flatten, "transpose": transpose, "permute": permute, "t": t, "expand": expand, "broadcast_to": expand, "squeeze": squeeze, "unsqueeze": unsqueeze, "narrow": narrow}
