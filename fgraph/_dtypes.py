@@ -2,7 +2,8 @@
 
 fgraph follows ``jax.numpy``'s promotion rules, with Python scalars weak: adding
 ``2.0`` to a float16 tensor stays float16. Python floats become float32 by default
-(PyTorch's default dtype), whatever JAX's x64 mode says.
+(PyTorch's default dtype), whatever JAX's x64 mode says; :func:`set_default_dtype`
+switches that default to float64 (see ``docs/dtypes.md``).
 
 float64 needs JAX's x64 mode, which must be switched on before any array is made::
 
@@ -17,13 +18,31 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["canonical_dtype", "is_differentiable_dtype", "default_float_dtype", "x64_enabled"]
+__all__ = ["canonical_dtype", "is_differentiable_dtype", "default_float_dtype", "set_default_float_dtype",
+           "x64_enabled"]
 
 _WIDE = {np.dtype("float64"), np.dtype("int64"), np.dtype("uint64"), np.dtype("complex128")}
+_DEFAULT_CHOICES = (np.dtype("float32"), np.dtype("float64"))
+
+#: The dtype of tensors made from Python floats (and of float creation functions
+#: without ``dtype=``). A one-element list so that it can be switched in place.
+_DEFAULT_FLOAT = [np.dtype("float32")]
 
 
 def default_float_dtype() -> np.dtype:
-    return np.dtype("float32")
+    """The current default floating dtype (float32 unless :func:`set_default_float_dtype` changed it)."""
+    return _DEFAULT_FLOAT[0]
+
+
+def set_default_float_dtype(dtype: Any, op: str = "set_default_dtype") -> None:
+    """Make ``dtype`` (float32 or float64) the default floating dtype, like ``torch.set_default_dtype``."""
+    dt = canonical_dtype(dtype, op)
+    if dt not in _DEFAULT_CHOICES:
+        raise TypeError(
+            f"{op}: the default dtype must be float32 or float64, got {dt}; integer, bool and "
+            "half-precision tensors are made by passing dtype= explicitly."
+        )
+    _DEFAULT_FLOAT[0] = dt
 
 
 def x64_enabled() -> bool:

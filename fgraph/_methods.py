@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax
+
 
 from fgraph.ops import elementwise as ew
-from fgraph.ops import indexing, linalg, reduction, shape
-from fgraph.tensor import Tensor
+from fgraph.ops import indexing, linalg, reduction, rounding, shape
+from fgraph.tensor import Tensor, _rewrap
 
 
 def _radd(self: Tensor, other: Any) -> Tensor:
@@ -40,16 +42,50 @@ def _rmatmul(self: Tensor, other: Any) -> Tensor:
     return linalg.matmul(other, self)
 
 
+def _rand(self: Tensor, other: Any) -> Tensor:
+    return rounding.bitwise_and(other, self)
+
+
+def _ror(self: Tensor, other: Any) -> Tensor:
+    return rounding.bitwise_or(other, self)
+
+
 def _pos(self: Tensor) -> Tensor:
     return self
 
 
-def _to(self: Tensor, dtype: Any = None, **kwargs: Any) -> Tensor:
-    """Cast to ``dtype`` (``x.to(fg.float64)``). Devices are JAX's to manage (see ``interop``)."""
-    dtype = kwargs.pop("dtype", dtype)
+def _to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """``x.to(dtype)``, ``x.to(device)``, ``x.to(device, dtype)`` or ``x.to(other_tensor)``.
+
+    A device is a JAX device or a platform name (``'cpu'``, ``'gpu'``/``'cuda'``); moving
+    data is ``jax.device_put``, which keeps the record on the graph.
+    """
+    dtype = kwargs.pop("dtype", None)
+    device = kwargs.pop("device", None)
     if kwargs:
         raise TypeError(f"to: unexpected arguments {sorted(kwargs)}")
-    return self if dtype is None else ew.to_dtype(self, dtype)
+    for arg in args:
+        if isinstance(arg, Tensor):
+            dtype = arg.dtype
+        elif isinstance(arg, jax.Device) or (isinstance(arg, str) and arg.split(":")[0] in _PLATFORMS):
+            device = arg
+        else:
+            dtype = arg
+    out = self if dtype is None else ew.to_dtype(self, dtype)
+    return out if device is None else _to_device(out, device)
+
+
+_PLATFORMS = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu", "tpu": "tpu"}
+
+
+def _to_device(t: Tensor, device: Any) -> Tensor:
+    if isinstance(device, str):
+        platform, _, index = device.partition(":")
+        try:
+            device = jax.devices(_PLATFORMS[platform])[int(index or 0)]
+        except (RuntimeError, IndexError):
+            raise RuntimeError(f"to: no {device!r} device is available (JAX sees {jax.devices()}).") from None
+    return _rewrap(jax.device_put(t.data, device), t._edge)
 
 
 def _caster(dtype: str):
@@ -77,12 +113,15 @@ OPERATORS = {
     "__matmul__": linalg.matmul, "__rmatmul__": _rmatmul,
     "__neg__": ew.neg, "__pos__": _pos, "__abs__": ew.abs,
     "__eq__": ew.eq, "__ne__": ew.ne, "__lt__": ew.lt, "__le__": ew.le, "__gt__": ew.gt, "__ge__": ew.ge,
-    "__and__": ew.logical_and, "__or__": ew.logical_or, "__invert__": ew.logical_not,
+    "__and__": rounding.bitwise_and, "__rand__": _rand,
+    "__or__": rounding.bitwise_or, "__ror__": _ror,
+    "__invert__": rounding.bitwise_not,
     "__getitem__": indexing.getitem,
 }
 
 DTYPE_METHODS = {
     "to": _to, "float": _caster("float32"), "double": _caster("float64"), "half": _caster("float16"),
+    "bfloat16": _caster("bfloat16"), "short": _caster("int16"), "char": _caster("int8"), "byte": _caster("uint8"),
     "int": _caster("int32"), "long": _long, "bool": _caster("bool"),
 }
 

@@ -333,9 +333,20 @@ def as_tensor(data: Any, dtype: Any = None) -> Tensor:
     return tensor(data, dtype=dtype)
 
 
-def _shape_arg(shape: tuple) -> tuple[int, ...]:
+def _shape_arg(shape: tuple, op: str = "zeros") -> tuple[int, ...]:
+    """Sizes given as varargs (``2, 3``) or one sequence (``(2, 3)``), checked: non-negative ints."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
+    for s in shape:
+        if isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)):
+            raise TypeError(
+                f"{op}: size must be integers, given as varargs (2, 3) or a tuple ((2, 3),); "
+                f"got {shape!r} ({type(s).__name__} {s!r})."
+            )
+        if s < 0:
+            from fgraph.errors import OpError
+
+            raise OpError(f"{op}: negative dimension {s} in size {tuple(int(d) for d in shape)}; sizes must be >= 0.")
     return tuple(int(s) for s in shape)
 
 
@@ -352,7 +363,7 @@ def zeros(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor
         >>> fg.zeros(2, 3).shape
         (2, 3)
     """
-    return tensor(jnp.zeros(_shape_arg(shape), _creation_dtype(dtype, "zeros")), requires_grad=requires_grad)
+    return tensor(jnp.zeros(_shape_arg(shape, "zeros"), _creation_dtype(dtype, "zeros")), requires_grad=requires_grad)
 
 
 def ones(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
@@ -363,7 +374,7 @@ def ones(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
         >>> fg.ones(3).tolist()
         [1.0, 1.0, 1.0]
     """
-    return tensor(jnp.ones(_shape_arg(shape), _creation_dtype(dtype, "ones")), requires_grad=requires_grad)
+    return tensor(jnp.ones(_shape_arg(shape, "ones"), _creation_dtype(dtype, "ones")), requires_grad=requires_grad)
 
 
 def full(shape: Sequence[int], fill_value: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
@@ -378,8 +389,8 @@ def full(shape: Sequence[int], fill_value: Any, dtype: Any = None, requires_grad
     if dt is None:
         dt = np.asarray(fill_value).dtype
         dt = default_float_dtype() if dt.kind == "f" else jnp.asarray(fill_value).dtype
-    return tensor(jnp.full(_shape_arg((shape,)) if not isinstance(shape, int) else (shape,), fill_value, dt),
-                  requires_grad=requires_grad)
+    size = _shape_arg((shape,), "full")  # an int, or one sequence of ints
+    return tensor(jnp.full(size, fill_value, dt), requires_grad=requires_grad)
 
 
 def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, requires_grad: bool = False) -> Tensor:

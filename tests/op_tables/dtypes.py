@@ -1,0 +1,62 @@
+"""Casts between floating dtypes (``Tensor.to``, ``double``, ``float``, ``half``...) against pure JAX.
+
+A cast's gradient is the output gradient cast back to the input's dtype
+(``ToCopyBackward0``); casts to integer or bool dtypes leave the graph and are
+covered in tests/test_dtypes.py. ``cast_round_trip_product`` multiplies a cast
+copy with the input, so its Hessian-vector product runs through a recorded cast.
+"""
+import jax.numpy as jnp
+
+import fgraph as fg
+from op_harness import REAL, Case, OpEntry, cases, shape_cases
+
+SHAPES = shape_cases([((2, 3),), ((),), ((3, 0),)])
+
+
+class _LazyTorch:
+    """``torch.<name>`` resolved at call time: the oracle is optional and slow to import."""
+
+    def __getattr__(self, name):
+        import torch
+
+        return getattr(torch, name)
+
+
+torch = _LazyTorch()
+
+
+def _to(x, *, dtype):
+    return x.to(getattr(fg, dtype))
+
+
+def _to_ref(x, *, dtype):
+    return x.astype(getattr(fg, dtype))
+
+
+def _round_trip_product(x):
+    return x.float().double() * x
+
+
+def _round_trip_product_ref(x):
+    return x.astype(jnp.float32).astype(jnp.float64) * x
+
+
+TABLE = [
+    OpEntry("to_dtype", _to, _to_ref, 1,
+            cases(*(Case(((2, 3),), dict(dtype=d)) for d in ("float64", "float32", "float16", "bfloat16"))), REAL),
+    OpEntry("fg_to_dtype", lambda x: fg.to_dtype(x, "float16"), lambda x: x.astype(jnp.float16), 1, SHAPES, REAL),
+    OpEntry("double", lambda x: x.double(), lambda x: x.astype(jnp.float64), 1, SHAPES, REAL),
+    OpEntry("float", lambda x: x.float(), lambda x: x.astype(jnp.float32), 1, SHAPES, REAL),
+    OpEntry("half", lambda x: x.half(), lambda x: x.astype(jnp.float16), 1, SHAPES, REAL),
+    OpEntry("cast_round_trip_product", _round_trip_product, _round_trip_product_ref, 1, SHAPES, REAL),
+]
+
+#: The PyTorch oracle, with the entries' call signatures.
+TORCH = {
+    "to_dtype": lambda x, dtype: x.to(getattr(torch, dtype)),
+    "fg_to_dtype": lambda x: x.to(torch.float16),
+    "double": lambda x: x.double(),
+    "float": lambda x: x.float(),
+    "half": lambda x: x.half(),
+    "cast_round_trip_product": lambda x: x.float().double() * x,
+}
