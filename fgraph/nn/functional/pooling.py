@@ -1,0 +1,305 @@
+"""Pooling with ``torch.nn.functional``'s names and arguments.
+
+Max pooling gathers the input at the first maximum of each window (ties go to the
+first, as torch); the gather's gradient is a scatter-add and the scatter-add's
+gradient a gather (:mod:`fgraph.nn.functional._pool_primitives`), so every order of
+derivative works. The window tables are built from static shapes only. Average
+pooling is a convolution with a ones kernel (the differentiable convolution
+primitive) divided by a static divisor; adaptive average pooling multiplies by static
+averaging matrices. ``return_indices`` gives torch's flat per-channel input indices.
+
+Example:
+    >>> import fgraph as fg
+    >>> import fgraph.nn.functional as F
+    >>> F.max_pool1d(fg.tensor([[[1.0, 3.0, 2.0, 0.0]]]), 2).tolist()
+    [[[3.0, 2.0]]]
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence, Union
+
+import jax.numpy as jnp
+import numpy as np
+
+from fgraph.errors import OpError
+from fgraph.nn.functional._conv_primitive import conv_general
+from fgraph.nn.functional._pool_primitives import take_last, window_argmax
+from fgraph.nn.functional._utils import check_float
+from fgraph.ops.elementwise import mul
+from fgraph.ops.linalg import matmul
+from fgraph.ops.shape import reshape, squeeze, unsqueeze
+from fgraph.tensor import Tensor, tensor
+
+__all__ = [
+    "max_pool1d",
+    "max_pool2d",
+    "avg_pool1d",
+    "avg_pool2d",
+    "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d",
+    "adaptive_max_pool1d",
+    "adaptive_max_pool2d",
+]
+
+TENSOR_METHODS: dict = {}
+
+IntOrTuple = Union[int, Sequence[int]]
+
+
+def _tuple(v, n: int, op: str, name: str) -> tuple[int, ...]:
+    if isinstance(v, int) and not isinstance(v, bool):
+        return (v,) * n
+    t = tuple(v)
+    if len(t) == 1:
+        t = t * n
+    if len(t) != n or not all(isinstance(i, int) and not isinstance(i, bool) for i in t):
+        raise OpError(f"{op}: '{name}' must be an int or a tuple of {n} ints, got {v!r}.")
+    return t
+
+
+def _batched(op: str, input: Tensor, n: int) -> tuple[Tensor, bool]:
+    check_float(input, op)
+    if input.ndim == n + 1:
+        return unsqueeze(input, 0), True
+    if input.ndim != n + 2:
+        raise OpError(
+            f"{op}: expected a {n + 1}-D (unbatched) or {n + 2}-D (batched) input of shape (N, C, *spatial), "
+            f"got shape {tuple(input.shape)}."
+        )
+    if any(s == 0 for s in input.shape[2:]):
+        raise OpError(f"{op}: spatial dims of the input {tuple(input.shape)} must be non-empty.")
+    return input, False
+
+
+def _out_size(op, L, k, s, p, d, ceil_mode):
+    num = L + 2 * p - d * (k - 1) - 1
+    if num < 0:
+        raise OpError(
+            f"{op}: the (dilated) kernel size {d * (k - 1) + 1} is larger than the padded input size {L + 2 * p}; "
+            "use a smaller kernel or more padding."
+        )
+    out = (-(-num // s) if ceil_mode else num // s) + 1
+    if ceil_mode and (out - 1) * s >= L + p:
+        out -= 1
+    return out
+
+
+def _pool_args(op, n, kernel_size, stride, padding, dilation):
+    k = _tuple(kernel_size, n, op, "kernel_size")
+    s = k if stride is None or (not isinstance(stride, int) and len(tuple(stride)) == 0) else _tuple(stride, n, op, "stride")
+    p = _tuple(padding, n, op, "padding")
+    d = _tuple(dilation, n, op, "dilation")
+    if any(v <= 0 for v in k + s + d) or any(v < 0 for v in p):
+        raise OpError(f"{op}: kernel_size {k}, stride {s}, dilation {d} must be positive and padding {p} non-negative.")
+    if any(pp > kk // 2 for pp, kk in zip(p, k)):
+        raise OpError(f"{op}: padding {p} should be at most half of the kernel size {k}.")
+    return k, s, p, d
+
+
+def _combine(per_dim: list, spatial: tuple) -> np.ndarray:
+    """(P, K) flat index table from per-dim (out_i, k_i) position tables (-1 = outside)."""
+    n = len(spatial)
+    strides = [int(np.prod(spatial[i + 1:])) for i in range(n)]
+    flat = np.zeros((1,) * (2 * n), np.int64)
+    valid = np.ones((1,) * (2 * n), bool)
+    for i, pos in enumerate(per_dim):
+        shape = [1] * (2 * n)
+        shape[i], shape[n + i] = pos.shape
+        pos = pos.reshape(shape)
+        flat = flat + np.maximum(pos, 0) * strides[i]
+        valid = valid & (pos >= 0)
+    table = np.where(valid, flat, -1)
+    outs = table.shape[:n]
+    return table.reshape(int(np.prod(outs)), -1), outs
+
+
+def _max_by_table(op, input, n, per_dim, return_indices):
+    x, unbatched = _batched(op, input, n)
+    spatial = tuple(x.shape[2:])
+    table, outs = _combine(per_dim, spatial)
+    flat = reshape(x, tuple(x.shape[:2]) + (int(np.prod(spatial)),))
+    idx = window_argmax(flat, jnp.asarray(table))
+    out = reshape(take_last(flat, idx), tuple(x.shape[:2]) + tuple(outs))
+    ind = reshape(idx, tuple(x.shape[:2]) + tuple(outs))
+    if unbatched:
+        out, ind = squeeze(out, 0), squeeze(ind, 0)
+    return (out, ind) if return_indices else out
+
+
+def _max_pool(op, n, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+    check_float(input, op)
+    k, s, p, d = _pool_args(op, n, kernel_size, stride, padding, dilation)
+    spatial = tuple(input.shape[-n:])
+    per_dim = []
+    for L, kk, ss, pp, dd in zip(spatial, k, s, p, d):
+        o = _out_size(op, L, kk, ss, pp, dd, ceil_mode)
+        pos = np.arange(o)[:, None] * ss - pp + np.arange(kk)[None, :] * dd
+        per_dim.append(np.where((pos >= 0) & (pos < L), pos, -1))
+    return _max_by_table(op, input, n, per_dim, return_indices)
+
+
+def max_pool1d(input: Tensor, kernel_size: IntOrTuple, stride: Optional[IntOrTuple] = None, padding: IntOrTuple = 0,
+               dilation: IntOrTuple = 1, ceil_mode: bool = False, return_indices: bool = False):
+    """Max over sliding windows of ``(N, C, L)`` (padding counts as -inf); ``stride`` defaults to the kernel.
+
+    >>> import fgraph as fg, fgraph.nn.functional as F
+    >>> out, idx = F.max_pool1d(fg.tensor([[[1.0, 3.0, 3.0]]]), 2, 1, return_indices=True)
+    >>> out.tolist(), idx.tolist()
+    ([[[3.0, 3.0]]], [[[1, 1]]])
+    """
+    return _max_pool("max_pool1d", 1, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def max_pool2d(input: Tensor, kernel_size: IntOrTuple, stride: Optional[IntOrTuple] = None, padding: IntOrTuple = 0,
+               dilation: IntOrTuple = 1, ceil_mode: bool = False, return_indices: bool = False):
+    """Max over sliding windows of ``(N, C, H, W)``.
+
+    >>> import fgraph as fg, fgraph.nn.functional as F
+    >>> F.max_pool2d(fg.tensor([[[[1.0, 2.0], [4.0, 3.0]]]]), 2).tolist()
+    [[[[4.0]]]]
+    """
+    return _max_pool("max_pool2d", 2, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def _adaptive_bounds(L: int, o: int):
+    starts = [(i * L) // o for i in range(o)]
+    ends = [-(-((i + 1) * L) // o) for i in range(o)]
+    return starts, ends
+
+
+def _adaptive_max(op, n, input, output_size, return_indices):
+    check_float(input, op)
+    outs = _adaptive_sizes(op, n, input, output_size)
+    per_dim = []
+    for L, o in zip(tuple(input.shape[-n:]), outs):
+        starts, ends = _adaptive_bounds(L, o)
+        kmax = max(e - s for s, e in zip(starts, ends))
+        pos = np.full((o, kmax), -1, np.int64)
+        for i, (s, e) in enumerate(zip(starts, ends)):
+            pos[i, : e - s] = np.arange(s, e)
+        per_dim.append(pos)
+    return _max_by_table(op, input, n, per_dim, return_indices)
+
+
+def _adaptive_sizes(op, n, input, output_size):
+    if input.ndim not in (n + 1, n + 2) or any(s == 0 for s in input.shape[-n:]):
+        raise OpError(
+            f"{op}: expected a {n + 1}-D or {n + 2}-D input with non-empty spatial dims, got {tuple(input.shape)}."
+        )
+    if isinstance(output_size, int) or output_size is None:
+        output_size = (output_size,) * n
+    sizes = tuple(input.shape[-n + i] if o is None else o for i, o in enumerate(tuple(output_size)))
+    if len(sizes) != n or any(not isinstance(o, int) or o <= 0 for o in sizes):
+        raise OpError(f"{op}: output_size must be {n} positive ints (or None), got {output_size!r}.")
+    return sizes
+
+
+def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False):
+    """Max over ``output_size`` windows ``[floor(i*L/out), ceil((i+1)*L/out))`` of ``(N, C, L)``.
+
+    >>> import fgraph as fg, fgraph.nn.functional as F
+    >>> F.adaptive_max_pool1d(fg.tensor([[[1.0, 3.0, 2.0]]]), 2).tolist()
+    [[[3.0, 3.0]]]
+    """
+    return _adaptive_max("adaptive_max_pool1d", 1, input, output_size, return_indices)
+
+
+def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False):
+    """Adaptive max pooling of ``(N, C, H, W)`` to ``output_size`` (an int, a pair, None keeps a dim).
+
+    >>> import fgraph as fg, fgraph.nn.functional as F
+    >>> F.adaptive_max_pool2d(fg.tensor([[[[1.0, 2.0], [4.0, 3.0]]]]), 1).tolist()
+    [[[[4.0]]]]
+    """
+    return _adaptive_max("adaptive_max_pool2d", 2, input, output_size, return_indices)
+
+
+def _avg_pool(op, n, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    x, unbatched = _batched(op, input, n)
+    k, s, p, _ = _pool_args(op, n, kernel_size, stride, padding, 1)
+    spatial = tuple(x.shape[2:])
+    outs = tuple(_out_size(op, L, kk, ss, pp, 1, ceil_mode) for L, kk, ss, pp in zip(spatial, k, s, p))
+    pads = []
+    divs = []
+    for L, kk, ss, pp, o in zip(spatial, k, s, p, outs):
+        extra = max(0, (o - 1) * ss + kk - (L + 2 * pp))
+        pads.append((pp, pp + extra))
+        start = np.arange(o) * ss - pp
+        end = np.minimum(start + kk, L + pp)
+        if count_include_pad:
+            divs.append((end - start).astype(np.float64))
+        else:
+            divs.append((np.minimum(end, L) - np.maximum(start, 0)).astype(np.float64))
+    if divisor_override:
+        div = np.full(outs, float(divisor_override))
+    else:
+        div = divs[0]
+        for dv in divs[1:]:
+            div = np.multiply.outer(div, dv)
+    nc = tuple(x.shape[:2])
+    flat = reshape(x, (nc[0] * nc[1], 1) + spatial)
+    ones = tensor(np.ones((1, 1) + k), dtype=x.dtype)
+    spec = tuple(range(n + 2))
+    summed = conv_general(flat, ones, s, tuple(pads), (1,) * n, (1,) * n, (spec, spec, spec), 1, 1)
+    out = mul(reshape(summed, nc + outs), tensor(1.0 / div, dtype=x.dtype))
+    return squeeze(out, 0) if unbatched else out
+
+
+def avg_pool1d(input: Tensor, kernel_size: IntOrTuple, stride: Optional[IntOrTuple] = None, padding: IntOrTuple = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor:
+    """Mean over sliding windows of ``(N, C, L)`` (zero padding; ``count_include_pad`` counts it).
+
+    >>> import fgraph as fg, fgraph.nn.functional as F
+    >>> F.avg_pool1d(fg.tensor([[[1.0, 3.0, 2.0, 0.0]]]), 2).tolist()
+    [[[2.0, 1.0]]]
+    """
+    return _avg_pool("avg_pool1d", 1, input, kernel_size, stride, padding, ceil_mode, count_include_pad, None)
+
+
+def avg_pool2d(input: Tensor, kernel_size: IntOrTuple, stride: Optional[IntOrTuple] = None, padding: IntOrTuple = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: Optional[int] = None) -> Tensor:
+    """Mean over sliding windows of ``(N, C, H, W)``; ``divisor_override`` replaces the window size.
+
+    >>> import fgraph as fg, fgraph.nn.functional as F
+    >>> F.avg_pool2d(fg.tensor([[[[1.0, 2.0], [4.0, 3.0]]]]), 2).tolist()
+    [[[[2.5]]]]
+    """
+    return _avg_pool("avg_pool2d", 2, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override)
+
+
+def _avg_matrix(L: int, o: int) -> np.ndarray:
+    starts, ends = _adaptive_bounds(L, o)
+    m = np.zeros((o, L))
+    for i, (s, e) in enumerate(zip(starts, ends)):
+        m[i, s:e] = 1.0 / (e - s)
+    return m
+
+
+def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
+    """Mean over ``output_size`` windows ``[floor(i*L/out), ceil((i+1)*L/out))`` of ``(N, C, L)``.
+
+    >>> import fgraph as fg, fgraph.nn.functional as F
+    >>> F.adaptive_avg_pool1d(fg.tensor([[[1.0, 3.0, 2.0]]]), 2).tolist()
+    [[[2.0, 2.5]]]
+    """
+    check_float(input, "adaptive_avg_pool1d")
+    (o,) = _adaptive_sizes("adaptive_avg_pool1d", 1, input, output_size)
+    a = tensor(_avg_matrix(input.shape[-1], o).T, dtype=input.dtype)
+    return matmul(input, a)
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
+    """Adaptive average pooling of ``(N, C, H, W)`` (or ``(C, H, W)``) to ``output_size``.
+
+    >>> import fgraph as fg, fgraph.nn.functional as F
+    >>> F.adaptive_avg_pool2d(fg.tensor([[[[1.0, 2.0], [4.0, 3.0]]]]), 1).tolist()
+    [[[[2.5]]]]
+    """
+    check_float(input, "adaptive_avg_pool2d")
+    oh, ow = _adaptive_sizes("adaptive_avg_pool2d", 2, input, output_size)
+    ah = tensor(_avg_matrix(input.shape[-2], oh), dtype=input.dtype)
+    aw = tensor(_avg_matrix(input.shape[-1], ow).T, dtype=input.dtype)
+    return matmul(matmul(ah, input), aw)
