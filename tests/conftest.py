@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, settings  # noqa: E402
 
 settings.register_profile(
     "ci",
-    max_examples=25,
+    max_examples=10,
     derandomize=True,
     deadline=None,
     print_blob=True,

@@ -5,7 +5,9 @@ A family's table is a list of :class:`OpEntry` in ``tests/op_tables/<family>.py`
 reference (forward, first derivative, Hessian-vector product) in float64 and
 float32 through :func:`check_entry`. A table may also define
 ``TORCH = {entry_name: torch_fn}`` (``torch_fn(*torch_tensors, *consts, **params)``)
-for the optional PyTorch oracle in ``tests/test_ops_against_torch.py``.
+for the optional PyTorch oracle in ``tests/test_ops_against_torch.py`` (and
+``TORCH_TOLERANCES = {entry_name: (rtol, atol)}`` where torch itself is less exact).
+Every case of a fixed case list runs (hypothesis then varies the values only).
 """
 from __future__ import annotations
 
@@ -54,9 +56,16 @@ def draw_inputs(data, entry: OpEntry, case: Case, dtype: np.dtype) -> list:
     ]
 
 
-def check_entry(data, entry: OpEntry, dtype: np.dtype) -> None:
-    """Draw one case of ``entry`` and check it against its JAX reference."""
-    case = data.draw(entry.cases, label="case")
+def listed_cases(entry: OpEntry) -> list:
+    """The entry's cases when they are a fixed list (``cases(...)``), else ``[None]`` (drawn)."""
+    elements = getattr(entry.cases, "elements", None)
+    return list(elements) if elements is not None else [None]
+
+
+def check_entry(data, entry: OpEntry, dtype: np.dtype, case: Case = None) -> None:
+    """Check ``case`` of ``entry`` (drawn when ``None``) against its JAX reference, on drawn values."""
+    if case is None:
+        case = data.draw(entry.cases, label="case")
     arrays = draw_inputs(data, entry, case, dtype)
     fg_consts = [fg.tensor(c, dtype=c.dtype) for c in case.consts]
     params = case.params

@@ -1,27 +1,42 @@
-"""Every op family's table against pure JAX: forward, first derivative, Hessian-vector product."""
+"""Every op family's table against pure JAX: forward, first derivative, Hessian-vector product.
+
+Each listed case of each entry is its own test, so no case depends on hypothesis
+drawing it; hypothesis varies the input values.
+"""
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from op_harness import DTYPES, check_entry, family_tables
+from op_harness import DTYPES, check_entry, family_tables, listed_cases
 
-ENTRIES = [(family, entry) for family, module in family_tables().items() for entry in module.TABLE]
+ENTRIES = [
+    (family, entry, index, case)
+    for family, module in family_tables().items()
+    for entry in module.TABLE
+    for index, case in enumerate(listed_cases(entry))
+]
 
 
-def _max_examples(entry, dtype) -> int:
+def _max_examples(entry, n_cases: int, dtype) -> int:
     n = settings.default.max_examples
     if entry.max_examples is not None:
         n = min(n, entry.max_examples)
-    return min(n, 2) if dtype == np.float32 else n
+    if dtype == np.float32:  # the same rules at a loose tolerance: dtype propagation only
+        return 1 if n_cases > 1 else min(n, 2)
+    return max(2, n // n_cases)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
-@pytest.mark.parametrize("family,entry", ENTRIES, ids=[f"{f}-{e.name}" for f, e in ENTRIES])
-def test_entry_against_jax(family, entry, dtype):
-    @settings(max_examples=_max_examples(entry, dtype))
+@pytest.mark.parametrize(
+    "family,entry,index,case", ENTRIES, ids=[f"{f}-{e.name}-{i}" for f, e, i, _ in ENTRIES]
+)
+def test_entry_against_jax(family, entry, index, case, dtype):
+    n_cases = len(listed_cases(entry))
+
+    @settings(max_examples=_max_examples(entry, n_cases, dtype))
     @given(data=st.data())
     def check(data):
-        check_entry(data, entry, dtype)
+        check_entry(data, entry, dtype, case)
 
     check()

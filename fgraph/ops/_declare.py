@@ -337,7 +337,10 @@ class OpNode(Node):
             if op.num_outputs == 1:
                 result = _wrap_output(_unpacked_array(result), self, 0)
             else:
-                result = tuple(_wrap_output(_unpacked_array(r), self, i) for i, r in enumerate(result))
+                result = tuple(
+                    _wrap_output(r, self, i) if jnp.issubdtype(r.dtype, jnp.inexact) else _wrap(r)
+                    for i, r in enumerate(map(_unpacked_array, result))
+                )
         inputs = self.saved_inputs
         if inputs is not None:
             inputs = unpack_saved(inputs)
