@@ -132,10 +132,11 @@ PROPERTIES = {
 
 def install() -> None:
     """Attach operators, every op family's ``TENSOR_METHODS``, and the dtype methods to Tensor."""
+    from fgraph.nn.functional import activation
     from fgraph.ops import FAMILIES
 
     methods = dict(OPERATORS)
-    for family in FAMILIES:
+    for family in FAMILIES + (activation,):  # activation: x.softmax(dim), x.log_softmax(dim)
         methods.update(getattr(family, "TENSOR_METHODS", {}))
     methods.update(DTYPE_METHODS)
     for name, fn in methods.items():

@@ -1,0 +1,413 @@
+"""Linear maps, distances, dropout, embeddings and one-hot encoding (``torch.nn.functional`` names).
+
+``linear``, ``bilinear``, ``normalize``, ``cosine_similarity`` and
+``pairwise_distance`` are composites of fgraph ops over one private primitive,
+a p-norm whose derivative rule is written in fgraph ops (so every order of
+derivative works; the gradient at a zero vector is 0, as in PyTorch).
+``embedding`` is a primitive whose gradient is PyTorch's (rows at ``padding_idx``
+get none, ``scale_grad_by_freq`` divides by each index's count); its double
+backward is exact too. ``one_hot`` is not differentiable. ``dropout`` draws its
+mask from ``key=`` (or the default generator): the same key gives the same mask.
+
+Example:
+    >>> import fgraph as fg
+    >>> import fgraph.nn.functional as F
+    >>> F.linear(fg.ones(2, 3), fg.ones(4, 3), fg.zeros(4)).shape
+    (2, 4)
+    >>> F.one_hot(fg.tensor([0, 2]), 3).tolist()
+    [[1, 0, 0], [0, 0, 1]]
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Optional, Sequence, Union
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from fgraph._dtypes import x64_enabled
+from fgraph.errors import OpError
+from fgraph.nn.functional._utils import (
+    broadcast_shape,
+    broadcasts_to,
+    check_float,
+    check_integer,
+    dim_index,
+    is_traced,
+    no_inplace,
+)
+from fgraph.ops._declare import apply_op, apply_unary, declare
+from fgraph.ops.elementwise import abs as _abs
+from fgraph.ops.elementwise import clamp, eq, mul, pow, relu, sign, to_dtype, where, zeros_of
+from fgraph.ops.linalg import matmul
+from fgraph.ops.reduction import sum as _sum
+from fgraph.ops.shape import expand, matrix_transpose, permute, reshape, unsqueeze
+from fgraph.random import Generator, resolve_key
+from fgraph.tensor import Tensor
+
+Dim = Union[int, Sequence[int]]
+
+
+# -- p-norm (private primitive) --------------------------------------------------------------------------
+def _norm_forward(x, *, p, dims, keepdim):
+    a = jnp.abs(x)
+    if p == math.inf:
+        return jnp.max(a, axis=dims, keepdims=keepdim, initial=0).astype(x.dtype)
+    if p == -math.inf:
+        return jnp.min(a, axis=dims, keepdims=keepdim, initial=jnp.inf).astype(x.dtype)
+    if p == 0:
+        return jnp.sum(a != 0, axis=dims, keepdims=keepdim).astype(x.dtype)
+    if p == 1:
+        return jnp.sum(a, axis=dims, keepdims=keepdim)
+    if p == 2:
+        return jnp.sqrt(jnp.sum(x * x, axis=dims, keepdims=keepdim))
+    return jnp.sum(a**p, axis=dims, keepdims=keepdim) ** (1.0 / p)
+
+
+def _norm_rule(ctx, g):
+    (x,) = ctx.inputs
+    p, dims, keepdim = ctx.params
+    n = ctx.result
+    if not keepdim:
+        kept = tuple(1 if i in dims else s for i, s in enumerate(x.shape))
+        g, n = reshape(g, kept), reshape(n, kept)
+    if p == 0:
+        return (zeros_of(x),)
+    if p == 1:
+        return (g * sign(x),)
+    if math.isinf(p):  # the gradient is shared evenly by the elements that attain the max (min)
+        hit = to_dtype(eq(_abs(x), n), x.dtype)
+        return (g * sign(x) * hit / _sum(hit, dims, keepdim=True),)
+    safe = where(eq(n, 0), 1.0, n)  # a zero vector gets a zero gradient, as in PyTorch
+    if p == 2:
+        return (g * x / safe,)
+    return (g * sign(x) * pow(_abs(x), p - 1) / pow(safe, p - 1),)
+
+
+_NORM = declare("nn_vector_norm", _norm_forward, _norm_rule, params=("p", "dims", "keepdim"), save_inputs=True,
+                save_result=True, node_name="LinalgVectorNormBackward0")
+
+
+def _norm(x: Tensor, p: float, dims: tuple[int, ...], keepdim: bool) -> Tensor:
+    return apply_unary(_NORM, x, _NORM.Params(float(p), dims, bool(keepdim)))
+
+
+def _dims(dim: Dim, ndim: int, op: str) -> tuple[int, ...]:
+    if ndim == 0:
+        dim_index(dim if isinstance(dim, int) else 0, 0, op)
+        return ()
+    wanted = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    dims = tuple(sorted({dim_index(d, ndim, op) for d in wanted}))
+    if len(dims) != len(wanted):
+        raise OpError(f"{op}: dim {dim} names a dimension twice.")
+    return dims
+
+
+def _clamp_min_keep_grad(n: Tensor, eps: float) -> Tensor:
+    """``max(n, eps)`` whose gradient still flows to ``n``, as PyTorch's in-place clamp under no_grad."""
+    return n + relu(eps - n.detach())
+
+
+# -- linear maps ----------------------------------------------------------------------------------------------
+def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+    """``input @ weight.T + bias``; ``weight`` is ``(out_features, in_features)`` (or ``(in_features,)``).
+
+    Example:
+        >>> import fgraph as fg
+        >>> import fgraph.nn.functional as F
+        >>> F.linear(fg.tensor([[1.0, 2.0]]), fg.tensor([[1.0, 1.0], [0.0, 1.0]]), fg.tensor([0.5, 0.0])).tolist()
+        [[3.5, 2.0]]
+    """
+    check_float(input, "linear")
+    check_float(weight, "linear", "weight")
+    if input.ndim == 0 or weight.ndim not in (1, 2) or input.shape[-1] != weight.shape[-1]:
+        raise OpError(
+            f"linear: input of shape {tuple(input.shape)} and weight of shape {tuple(weight.shape)} do not fit: "
+            "weight must be (out_features, in_features) with in_features equal to input.shape[-1]."
+        )
+    out = matmul(input, matrix_transpose(weight)) if weight.ndim == 2 else matmul(input, weight)
+    if bias is not None:
+        check_float(bias, "linear", "bias")
+        if not broadcasts_to(bias, tuple(out.shape)):
+            raise OpError(
+                f"linear: bias of shape {tuple(bias.shape)} does not broadcast to the output shape {tuple(out.shape)}; "
+                "it should be (out_features,)."
+            )
+        out = out + bias
+    return out
+
+
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+    """``y[..., k] = sum_ij input1[..., i] * weight[k, i, j] * input2[..., j] + bias[k]``.
+
+    Example:
+        >>> import fgraph as fg
+        >>> import fgraph.nn.functional as F
+        >>> F.bilinear(fg.ones(5, 2), fg.ones(5, 3), fg.ones(4, 2, 3)).shape
+        (5, 4)
+    """
+    for name, t in (("input1", input1), ("input2", input2), ("weight", weight)):
+        check_float(t, "bilinear", name)
+    s1, s2, sw = tuple(input1.shape), tuple(input2.shape), tuple(weight.shape)
+    if not s1 or not s2 or s1[:-1] != s2[:-1]:
+        raise OpError(f"bilinear: input1 {s1} and input2 {s2} must be at least 1-d with equal batch dimensions.")
+    if len(sw) != 3 or sw[1] != s1[-1] or sw[2] != s2[-1]:
+        raise OpError(
+            f"bilinear: weight must have shape (out_features, {s1[-1]}, {s2[-1]}) for inputs {s1} and {s2}, got {sw}."
+        )
+    w = reshape(permute(weight, (1, 0, 2)), (sw[1], sw[0] * sw[2]))  # (in1, out * in2)
+    t = reshape(matmul(input1, w), s1[:-1] + (sw[0], sw[2]))  # (..., out, in2)
+    out = _sum(t * unsqueeze(input2, -2), -1)
+    if bias is not None:
+        check_float(bias, "bilinear", "bias")
+        if tuple(bias.shape) != (sw[0],):
+            raise OpError(f"bilinear: bias must have shape ({sw[0]},) (out_features), got {tuple(bias.shape)}.")
+        out = out + bias
+    return out
+
+
+# -- norms and distances -----------------------------------------------------------------------------------
+def normalize(input: Tensor, p: float = 2.0, dim: Dim = 1, eps: float = 1e-12, out: Any = None) -> Tensor:
+    """``input / max(||input||_p over dim, eps)``.
+
+    Example:
+        >>> import fgraph as fg
+        >>> import fgraph.nn.functional as F
+        >>> F.normalize(fg.tensor([[3.0, 4.0]])).tolist()
+        [[0.6000000238418579, 0.800000011920929]]
+    """
+    check_float(input, "normalize")
+    if out is not None:
+        raise OpError("normalize: out= is not supported (fgraph tensors are immutable); use the returned tensor.")
+    n = _norm(input, p, _dims(dim, input.ndim, "normalize"), True)
+    return input / clamp(n, min=eps)
+
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """Cosine of the angle between ``x1`` and ``x2`` along ``dim`` (after broadcasting); norms below ``eps``
+    count as ``eps``.
+
+    Example:
+        >>> import fgraph as fg
+        >>> import fgraph.nn.functional as F
+        >>> F.cosine_similarity(fg.tensor([[1.0, 0.0]]), fg.tensor([[1.0, 1.0]])).tolist()
+        [0.7071067690849304]
+    """
+    check_float(x1, "cosine_similarity", "x1")
+    check_float(x2, "cosine_similarity", "x2")
+    shape = broadcast_shape("cosine_similarity", x1, x2)
+    d = _dims(dim, len(shape), "cosine_similarity")
+    x1, x2 = expand(x1, shape), expand(x2, shape)
+    n1 = _clamp_min_keep_grad(_norm(x1, 2, d, True), eps)
+    n2 = _clamp_min_keep_grad(_norm(x2, 2, d, True), eps)
+    return _sum((x1 / n1) * (x2 / n2), d)
+
+
+def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
+    """``||x1 - x2 + eps||_p`` over the last dimension (after broadcasting).
+
+    Example:
+        >>> import fgraph as fg
+        >>> import fgraph.nn.functional as F
+        >>> F.pairwise_distance(fg.tensor([[3.0, 4.0]]), fg.zeros(1, 2), eps=0.0).tolist()
+        [5.0]
+    """
+    check_float(x1, "pairwise_distance", "x1")
+    check_float(x2, "pairwise_distance", "x2")
+    ndim = len(broadcast_shape("pairwise_distance", x1, x2))
+    return _norm(x1 - x2 + eps, p, (ndim - 1,) if ndim else (), keepdim)
+
+
+# -- dropout -------------------------------------------------------------------------------------------------------
+def _dropout_mask_forward(key, *, p, shape, dtype):
+    keep = jax.random.bernoulli(key, 1.0 - p, shape)
+    return jnp.where(keep, 1.0 / (1.0 - p), 0.0).astype(dtype)
+
+
+_DROPOUT_MASK = declare("nn_dropout_mask", _dropout_mask_forward, None, params=("p", "shape", "dtype"),
+                        differentiable=False)
+
+
+def dropout(
+    input: Tensor,
+    p: float = 0.5,
+    training: bool = True,
+    inplace: bool = False,
+    *,
+    key: Any = None,
+    generator: Optional[Generator] = None,
+) -> Tensor:
+    """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)`` (when ``training``).
+
+    The mask comes from ``key`` (a ``jax.random`` key: the same key, the same mask), or from
+    ``generator``/the default generator (see :mod:`fgraph.random`).
+
+    Example:
+        >>> import fgraph as fg, jax
+        >>> import fgraph.nn.functional as F
+        >>> y = F.dropout(fg.ones(1000), 0.5, key=jax.random.PRNGKey(0))
+        >>> sorted(set(y.tolist()))
+        [0.0, 2.0]
+        >>> F.dropout(fg.ones(3), 0.5, training=False).tolist()
+        [1.0, 1.0, 1.0]
+    """
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+        raise OpError(f"dropout: dropout probability has to be between 0 and 1, but got {p!r}.")
+    no_inplace("dropout", inplace)
+    check_float(input, "dropout")
+    if not training or p == 0:
+        return input
+    if p == 1:
+        return mul(input, 0.0)
+    mask = apply_op(_DROPOUT_MASK, (resolve_key(key, generator),),
+                    _DROPOUT_MASK.Params(float(p), tuple(input.shape), input.dtype))
+    return mul(input, mask)
+
+
+# -- embedding -----------------------------------------------------------------------------------------------------
+def _position_weights(indices, num_weights, padding_idx, scale_grad_by_freq, dtype):
+    """Per-index gradient weights: 0 at ``padding_idx``, ``1 / count`` with ``scale_grad_by_freq``."""
+    w = jnp.ones(indices.shape, dtype)
+    if padding_idx is not None:
+        w = jnp.where(indices == padding_idx, 0, w)
+    if scale_grad_by_freq:
+        counts = jnp.zeros((num_weights,), dtype).at[indices].add(1)
+        w = w / counts[indices]
+    return w
+
+
+def _embedding_forward(weight, indices, *, padding_idx, scale_grad_by_freq, weighted):
+    rows = jnp.take(weight, indices, axis=0)
+    if weighted:  # double backward: padding positions read zeros
+        w = _position_weights(indices, weight.shape[0], padding_idx, scale_grad_by_freq, weight.dtype)
+        rows = rows * w.reshape(w.shape + (1,) * (rows.ndim - w.ndim))
+    return rows
+
+
+def _embedding_backward_forward(g, indices, *, num_weights, padding_idx, scale_grad_by_freq):
+    if padding_idx is not None or scale_grad_by_freq:
+        w = _position_weights(indices, num_weights, padding_idx, scale_grad_by_freq, g.dtype)
+        g = g * w.reshape(w.shape + (1,) * (g.ndim - w.ndim))
+    return jnp.zeros((num_weights,) + g.shape[indices.ndim:], g.dtype).at[indices].add(g)
+
+
+def _embedding_rule(ctx, g):
+    weight, indices = ctx.inputs
+    p = ctx.params
+    params = _EMBEDDING_BACKWARD.Params(weight.shape[0], p.padding_idx, p.scale_grad_by_freq)
+    return apply_op(_EMBEDDING_BACKWARD, (g, indices), params), None
+
+
+def _embedding_backward_rule(ctx, g):
+    # PyTorch's double backward: a gather that zeroes padding positions but does not rescale by
+    # frequency (the rescaling is applied once, by the first backward's scatter, in every chain).
+    _, indices = ctx.inputs
+    params = _EMBEDDING.Params(ctx.params.padding_idx, False, True)
+    return apply_op(_EMBEDDING, (g, indices), params), None
+
+
+_EMBEDDING = declare("embedding", _embedding_forward, _embedding_rule,
+                     params=("padding_idx", "scale_grad_by_freq", "weighted"), save_inputs=True)
+_EMBEDDING_BACKWARD = declare("embedding_dense_backward", _embedding_backward_forward, _embedding_backward_rule,
+                              params=("num_weights", "padding_idx", "scale_grad_by_freq"), save_inputs=True)
+
+
+def embedding(
+    input: Tensor,
+    weight: Tensor,
+    padding_idx: Optional[int] = None,
+    max_norm: Optional[float] = None,
+    norm_type: float = 2.0,
+    scale_grad_by_freq: bool = False,
+    sparse: bool = False,
+) -> Tensor:
+    """Rows of ``weight`` (``(num_embeddings, embedding_dim)``) at the integer ``input``.
+
+    The row at ``padding_idx`` gets no gradient; ``scale_grad_by_freq`` divides each row's
+    gradient by how often its index occurs in ``input``. Indices are checked eagerly
+    (not under tracing). ``max_norm`` (which renormalises ``weight`` in place in PyTorch)
+    raises ``NotImplementedError``; ``sparse=True`` gives the same gradient, dense.
+
+    Example:
+        >>> import fgraph as fg
+        >>> import fgraph.nn.functional as F
+        >>> w = fg.tensor([[0.0, 0.0], [1.0, 2.0]], requires_grad=True)
+        >>> F.embedding(fg.tensor([[1, 0, 1]]), w, padding_idx=0).tolist()
+        [[[1.0, 2.0], [0.0, 0.0], [1.0, 2.0]]]
+    """
+    check_integer(input, "embedding", "input")
+    check_float(weight, "embedding", "weight")
+    if weight.ndim != 2:
+        raise OpError(f"embedding: weight must be 2-D (num_embeddings, embedding_dim), got shape {tuple(weight.shape)}.")
+    if max_norm is not None:
+        raise NotImplementedError(
+            "embedding: max_norm renormalises the weight in place in PyTorch, which immutable fgraph tensors cannot "
+            "do; renormalise the weight explicitly (e.g. with F.normalize) before the lookup."
+        )
+    num = weight.shape[0]
+    if padding_idx is not None:
+        if not -num <= padding_idx < num:
+            raise OpError(f"embedding: padding_idx {padding_idx} must be within num_embeddings ({num}).")
+        padding_idx = int(padding_idx) % num
+    if not is_traced(input) and input.numel():
+        values = np.asarray(input.data)
+        lo, hi = int(values.min()), int(values.max())
+        if lo < 0 or hi >= num:
+            raise IndexError(
+                f"embedding: index {lo if lo < 0 else hi} is out of range for a weight with {num} rows "
+                f"(indices must lie in [0, {num - 1}])."
+            )
+    params = _EMBEDDING.Params(padding_idx, bool(scale_grad_by_freq), False)
+    return apply_op(_EMBEDDING, (weight, input), params)
+
+
+# -- one-hot -------------------------------------------------------------------------------------------------------
+def _one_hot_forward(x, *, num_classes, dtype):
+    return (x[..., None] == jnp.arange(num_classes, dtype=x.dtype)).astype(dtype)
+
+
+_ONE_HOT = declare("one_hot", _one_hot_forward, None, params=("num_classes", "dtype"), differentiable=False)
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """``out[..., c] = 1`` where ``tensor == c``, else 0 (integer output, not differentiable).
+
+    ``num_classes=-1`` means ``tensor.max() + 1``, which needs the values: it works eagerly
+    only; under tracing pass ``num_classes``. Values are checked eagerly.
+
+    Example:
+        >>> import fgraph as fg
+        >>> import fgraph.nn.functional as F
+        >>> F.one_hot(fg.tensor([1, 0])).tolist()
+        [[0, 1], [1, 0]]
+    """
+    check_integer(tensor, "one_hot", "tensor")
+    if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)) or num_classes < -1:
+        raise OpError(f"one_hot: num_classes must be a non-negative int or -1, got {num_classes!r}.")
+    traced = is_traced(tensor)
+    if traced and num_classes == -1:
+        raise OpError(
+            "one_hot: num_classes=-1 infers the number of classes from the values, which is impossible under "
+            "tracing (jax.jit/vmap or fg.compile); pass num_classes explicitly."
+        )
+    if not traced:
+        if tensor.numel():
+            values = np.asarray(tensor.data)
+            lo, hi = int(values.min()), int(values.max())
+            if lo < 0:
+                raise OpError(f"one_hot: class values must be non-negative, got {lo}.")
+            if num_classes == -1:
+                num_classes = hi + 1
+            elif hi >= num_classes:
+                raise OpError(f"one_hot: class values must be smaller than num_classes ({num_classes}), got {hi}.")
+        elif num_classes == -1:
+            raise OpError("one_hot: cannot infer the number of classes from an empty tensor; pass num_classes.")
+    dtype = np.dtype("int64") if x64_enabled() else np.dtype("int32")
+    return apply_op(_ONE_HOT, (tensor,), _ONE_HOT.Params(int(num_classes), dtype))
+
+
+#: Exported as ``fgraph.nn.functional.<name>``.
+__all__ = ["linear", "bilinear", "normalize", "dropout", "embedding", "one_hot", "cosine_similarity", "pairwise_distance"]
+#: No Tensor methods: PyTorch has none for these.
+TENSOR_METHODS: dict = {}
