@@ -12,7 +12,7 @@ Example:
 """
 import numpy as _np
 
-from fgraph import autograd, nn, ops, random, utils
+from fgraph import autograd, linalg, nn, ops, random, utils
 from fgraph._methods import install as _install_methods
 from fgraph.autograd import (
     Gradients,
@@ -28,29 +28,32 @@ from fgraph.autograd import (
 from fgraph.errors import GradError, OpError
 # Every op family's public functions (each module's ``__all__``).
 from fgraph.ops.elementwise import *  # noqa: F401,F403
+from fgraph.ops.elementwise_math import *  # noqa: F401,F403
 from fgraph.ops.indexing import *  # noqa: F401,F403
+from fgraph.ops.gather_scatter import *  # noqa: F401,F403
 from fgraph.ops.linalg import *  # noqa: F401,F403
+from fgraph.ops.linalg_toplevel import *  # noqa: F401,F403
 from fgraph.ops.reduction import *  # noqa: F401,F403
+from fgraph.ops.reduction_minmax import *  # noqa: F401,F403
+from fgraph.ops.reduction_norm import *  # noqa: F401,F403
+from fgraph.ops.scan import *  # noqa: F401,F403
+from fgraph.ops.rounding import *  # noqa: F401,F403
 from fgraph.ops.shape import *  # noqa: F401,F403
-from fgraph.random import Generator, get_rng_state, manual_seed, set_rng_state
+from fgraph.ops.movement import *  # noqa: F401,F403
+from fgraph.ops.padding import *  # noqa: F401,F403
+from fgraph.ops.splitting import *  # noqa: F401,F403
+from fgraph.ops.triangular import *  # noqa: F401,F403
+from fgraph.ops.special import *  # noqa: F401,F403
+from fgraph.ops.trigonometric import *  # noqa: F401,F403
+from fgraph.ops.creation import *  # noqa: F401,F403
+from fgraph.ops.random_ops import *  # noqa: F401,F403
+from fgraph.random import Generator, get_rng_state, initial_seed, manual_seed, set_rng_state
 from fgraph.tensor import Tensor, arange, as_tensor, full, full_like, ones, ones_like, tensor, zeros, zeros_like
 
 _install_methods()
 
-float16 = _np.dtype("float16")
-float32 = _np.dtype("float32")
-float64 = _np.dtype("float64")
-int32 = _np.dtype("int32")
-int64 = _np.dtype("int64")
-bool_ = _np.dtype("bool")
-try:
-    import ml_dtypes as _ml_dtypes
-
-    bfloat16 = _np.dtype(_ml_dtypes.bfloat16)
-except ImportError:  # pragma: no cover - ml_dtypes ships with jaxlib
-    pass
-float = float32
-double = float64
-long = int64
+# Dtype names (fg.float32, fg.int64, fg.bool...), promotion and the default dtype. Last: it
+# rebinds float/int/bool in this namespace, as torch does.
+from fgraph.dtypes import *  # noqa: F401,F403,E402
 
 __version__ = "0.1.0"

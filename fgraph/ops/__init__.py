@@ -9,11 +9,23 @@ Example:
 """
 from fgraph.ops._declare import OpDef, RuleContext, apply_op, declare, registry
 from fgraph.ops import elementwise, indexing, linalg, reduction, shape
+from fgraph.ops import movement, padding, splitting, triangular  # shape and movement families
+from fgraph.ops import elementwise_math, rounding, special, trigonometric  # elementwise math families
+from fgraph.ops import creation, random_ops  # creation and random families
+from fgraph.ops import gather_scatter  # indexing family: gather/scatter
+from fgraph.ops import reduction_minmax, reduction_norm, scan  # reduction families
+from fgraph.ops import linalg_toplevel  # linear algebra: torch.det, torch.svd, ...
 
 #: The op family modules. Each declares its primitives on import and lists its
 #: public functions in ``__all__`` (exported as ``fgraph.<name>``) and its Tensor
 #: methods in ``TENSOR_METHODS``.
 FAMILIES = (elementwise, reduction, linalg, shape, indexing)
+FAMILIES += (movement, splitting, triangular, padding)
+FAMILIES += (reduction_minmax, reduction_norm, scan)
+FAMILIES += (elementwise_math, trigonometric, special, rounding)
+FAMILIES += (creation, random_ops)
+FAMILIES += (linalg_toplevel,)
+FAMILIES += (gather_scatter,)
 
 __all__ = ["OpDef", "RuleContext", "apply_op", "declare", "registry", "describe", "FAMILIES"]
 
