@@ -18,7 +18,7 @@ so a failing example reproduces exactly.
 from __future__ import annotations
 
 import zlib
-from typing import Callable, Sequence
+from typing import Callable, Hashable, Optional, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -52,55 +52,78 @@ def _or_zeros(g, x) -> np.ndarray:
     return np.zeros(x.shape, x.dtype) if g is None else np.asarray(g.data)
 
 
+def _reference(ref_fn: Callable, n: int) -> Callable:
+    """(arrays, extra, w, vs) -> (forward, first derivatives, Hessian-vector products), in pure JAX."""
+    argnums = tuple(range(n))
+
+    def run(arrays, extra, w, vs):
+        def loss(*ys):
+            return jnp.sum(ref_fn(*ys, *extra) * w)
+
+        out = ref_fn(*arrays, *extra)
+        grads = jax.grad(loss, argnums=argnums)(*arrays)
+        _, hvp = jax.jvp(lambda *ys: jax.grad(loss, argnums=argnums)(*ys), tuple(arrays), tuple(vs))
+        return out, grads, hvp
+
+    return run
+
+
+_JITTED: dict = {}
+
+
 def check_against_jax(
     fg_fn: Callable[..., fg.Tensor],
     ref_fn: Callable[..., jax.Array],
     arrays: Sequence[np.ndarray],
     tol: tuple[float, float],
     *,
-    second_order: bool = True,
+    extra: Sequence[np.ndarray] = (),
+    jit_key: Optional[Hashable] = None,
 ) -> None:
+    """Check ``fg_fn(*tensors)`` against ``ref_fn(*arrays, *extra)`` (see module docstring).
+
+    ``extra`` are non-differentiable array arguments of the reference (index
+    arrays, conditions). With ``jit_key``, the reference is compiled once per key
+    (and shapes) with ``jax.jit`` -- one compilation instead of one per primitive;
+    ``ref_fn`` must then depend only on its arguments and the key.
+    """
     arrays = [np.asarray(a) for a in arrays]
-    argnums = tuple(range(len(arrays)))
+    extra = tuple(np.asarray(e) for e in extra)
+    n = len(arrays)
+
+    out_struct = jax.eval_shape(ref_fn, *arrays, *extra)
+    w = fixed_random(out_struct.shape, out_struct.dtype, "w")
+    vs = [fixed_random(a.shape, a.dtype, f"v{i}") for i, a in enumerate(arrays)]
+    if jit_key is None:
+        reference = _reference(ref_fn, n)
+    else:
+        reference = _JITTED.get((jit_key, n))
+        if reference is None:
+            reference = _JITTED[(jit_key, n)] = jax.jit(_reference(ref_fn, n))
+    ref_out, ref_grads, ref_hvp = reference(arrays, extra, w, vs)
 
     # -- forward -----------------------------------------------------------------------
     xs = [fg.tensor(a, dtype=a.dtype, requires_grad=True) for a in arrays]
     out = fg_fn(*xs)
-    ref_out = ref_fn(*[jnp.asarray(a) for a in arrays])
     assert_close(out.data, ref_out, tol, "forward")
-    assert out.requires_grad, "output of a differentiable op on inputs that require grad must require grad"
+    assert out.requires_grad, "the output of a differentiable op on inputs that require grad must require grad"
 
-    # -- first derivative ---------------------------------------------------------------
-    w = fixed_random(np.shape(ref_out), ref_out.dtype, "w")
-
-    def ref_loss(*ys):
-        return jnp.sum(ref_fn(*ys) * w)
-
-    ref_grads = jax.grad(ref_loss, argnums=argnums)(*arrays)
+    # -- first derivative of (f(*xs) * w).sum() ---------------------------------------------
     loss = (out * fg.tensor(w, dtype=w.dtype)).sum()
     grads = fg.grad(loss, xs, allow_unused=True)
-    assert len(grads) == len(xs)
+    assert len(grads) == n
     for i, (g, rg, x) in enumerate(zip(grads, ref_grads, xs)):
         assert_close(_or_zeros(g, x), rg, tol, f"first derivative w.r.t. input {i}")
 
-    if not second_order:
-        return
-
-    # -- second derivative: Hessian-vector product ----------------------------------------
-    vs = [fixed_random(a.shape, a.dtype, f"v{i}") for i, a in enumerate(arrays)]
-    _, ref_hvp = jax.jvp(
-        lambda *ys: jax.grad(ref_loss, argnums=argnums)(*ys),
-        tuple(jnp.asarray(a) for a in arrays),
-        tuple(jnp.asarray(v) for v in vs),
-    )
+    # -- second derivative: grad of sum_i (g_i * v_i).sum(), a Hessian-vector product -------
     grads = fg.grad(loss, xs, create_graph=True, allow_unused=True)
     total = None
     for g, v in zip(grads, vs):
         if g is not None and g.requires_grad:
             term = (g * fg.tensor(v, dtype=v.dtype)).sum()
             total = term if total is None else total + term
-    if total is None:  # no first gradient depends on the inputs: the op is linear
-        hvp = [None] * len(xs)
+    if total is None:  # no first derivative depends on the inputs: f is linear
+        hvp = [None] * n
     else:
         hvp = fg.grad(total, xs, allow_unused=True)
     for i, (h, rh, x) in enumerate(zip(hvp, ref_hvp, xs)):
