@@ -5,6 +5,7 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
+import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 
 settings.register_profile(
@@ -22,3 +23,16 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+@pytest.fixture
+def node_by_node():
+    """Run backward node by node: the per-op tables check rules, and compiling a fused
+    program for every case would dominate their run time (fusion has its own tests)."""
+    from fgraph.autograd import fusion
+
+    fusion.set_enabled(False)
+    try:
+        yield
+    finally:
+        fusion.set_enabled(True)

@@ -83,3 +83,4 @@ def check_entry(data, entry: OpEntry, dtype: np.dtype, case: Case = None) -> Non
         extra=extra,
         jit_key=key,
     )
+

@@ -122,3 +122,10 @@ def test_solve_treats_b_as_vectors_as_pytorch():
     assert fg.linalg.solve(a, t(np.ones((3, 3)))).shape == (2, 3, 3)  # one matrix, broadcast
     assert fg.linalg.solve(a, t(np.ones((5, 1, 3, 2)))).shape == (5, 2, 3, 2)
     np.testing.assert_allclose(fg.linalg.solve(a, t(np.ones((2, 3)))).numpy(), np.full((2, 3), 0.5))
+
+
+def test_pinv_hermitian_reads_the_lower_triangle():
+    a = RNG.uniform(-0.1, 0.1, (2, 3, 3)) + np.diag([-2.0, 1.0, 3.0])
+    sym = np.tril(a) + np.swapaxes(np.tril(a, -1), -1, -2)
+    np.testing.assert_allclose(fg.linalg.pinv(t(a), hermitian=True).numpy(), np.linalg.pinv(sym), rtol=1e-10)
+    np.testing.assert_allclose(fg.linalg.pinv(t(a[0].T @ a[0])).numpy(), np.linalg.pinv(a[0].T @ a[0]), rtol=1e-10)

@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 
 from op_harness import DTYPES, check_entry, family_tables, listed_cases
 
+pytestmark = pytest.mark.usefixtures("node_by_node")
+
 ENTRIES = [
     (family, entry, index, case)
     for family, module in family_tables().items()

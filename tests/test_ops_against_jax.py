@@ -450,3 +450,6 @@ def test_table_covers_every_starter_op() -> None:
     }
     assert starter <= covered, f"untested ops: {sorted(starter - covered)}"
     assert {"pow_int_exponent", "pow_float_exponent", "pow_tensor", "getitem_basic", "getitem_int_array"} <= covered
+
+
+pytestmark = pytest.mark.usefixtures("node_by_node")

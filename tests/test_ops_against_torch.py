@@ -29,6 +29,7 @@ import test_ops_against_jax as starter  # noqa: E402
 from jax_oracle import fixed_random  # noqa: E402
 from op_harness import draw_inputs, family_tables  # noqa: E402
 from op_tables.starter_torch import STARTER_TORCH  # noqa: E402
+pytestmark = pytest.mark.usefixtures("node_by_node")
 
 DTYPE = np.dtype("float64")
 RTOL, ATOL = 1e-8, 1e-10  # two libraries' float64 kernels: a few ulps apart at most

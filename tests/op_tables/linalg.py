@@ -132,10 +132,7 @@ TRIANGULAR_CASES = cases(*(Case(shapes, dict(upper=u, left=l, unitriangular=t)) 
 
 SQUARE = shape_cases([((2, 3, 3),), ((0, 3, 3),)])
 
-PINV_CASES = cases(
-    Case(((4, 3),), dict(hermitian=False)),  # m > n
-    Case(((2, 3, 3),), dict(hermitian=True)),  # m <= n, through eigh
-)
+PINV_CASES = cases(Case(((4, 3),), dict(hermitian=False)))  # hermitian=True: only the forward differs (semantics)
 
 
 def _pinv_fg(x, *, hermitian):
