@@ -71,7 +71,7 @@ def _encode(index: Any, shape: tuple[int, ...], op: str = "index") -> tuple[tupl
             array = _index_array(it, shape, dim, op)
             if array.dtype == np.bool_:
                 dims = array.ndim
-                for part in jnp.nonzero(array):
+                for part in np.nonzero(np.asarray(array)):  # eager only: masks are concrete here
                     spec.append(_ARRAY)
                     arrays.append(part)
                 dim += dims
