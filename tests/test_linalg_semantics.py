@@ -129,3 +129,27 @@ def test_pinv_hermitian_reads_the_lower_triangle():
     sym = np.tril(a) + np.swapaxes(np.tril(a, -1), -1, -2)
     np.testing.assert_allclose(fg.linalg.pinv(t(a), hermitian=True).numpy(), np.linalg.pinv(sym), rtol=1e-10)
     np.testing.assert_allclose(fg.linalg.pinv(t(a[0].T @ a[0])).numpy(), np.linalg.pinv(a[0].T @ a[0]), rtol=1e-10)
+
+
+@pytest.mark.parametrize("ord", ["fro", "nuc", 1, -1, 2, -2, math.inf, -math.inf])
+def test_matrix_norm_orders_match_numpy(ord):
+    a = RNG.uniform(-1, 1, (2, 3, 4))
+    expected = np.linalg.norm(a, ord=ord, axis=(-2, -1))
+    np.testing.assert_allclose(fg.linalg.matrix_norm(t(a), ord).numpy(), expected, rtol=1e-12)
+    np.testing.assert_allclose(fg.linalg.norm(t(a[0]), ord).numpy(), expected[0], rtol=1e-12)
+
+
+@pytest.mark.parametrize("ord", [2, 1, 3, 0.5, 0, -1, math.inf, -math.inf])
+def test_vector_norm_orders_match_numpy(ord):
+    x = RNG.uniform(-1, 1, (2, 5))
+    x[0, 1] = 0.0
+    with np.errstate(divide="ignore"):  # |0|^-1
+        expected = np.linalg.norm(x, ord=ord, axis=1)
+    np.testing.assert_allclose(fg.linalg.vector_norm(t(x), ord, dim=1).numpy(), expected, rtol=1e-12)
+
+
+def test_tensordot_int_dims():
+    a, b = RNG.uniform(-1, 1, (2, 3, 4)), RNG.uniform(-1, 1, (3, 4, 2))
+    for dims in (0, 1, 2):
+        b_ = b if dims != 1 else RNG.uniform(-1, 1, (4, 2))
+        np.testing.assert_allclose(fg.tensordot(t(a), t(b_), dims).numpy(), np.tensordot(a, b_, dims), rtol=1e-12)

@@ -255,20 +255,19 @@ def _pinv_forward(a, *, atol, rtol, hermitian):
 
 
 def _pinv_rule(ctx, g):
-    """PyTorch's ``pinv_backward``, smallest intermediate products first."""
+    """PyTorch's ``pinv_backward`` (its ``m <= n`` form; a tall ``A`` goes through ``pinv(A^T) = pinv(A)^T``)."""
     (a,) = ctx.inputs
     p = ctx.result
-    m, n = a.shape[-2:]
+    if a.shape[-2] > a.shape[-1]:
+        return (_pinv_grad(g.mT, p.mT, a.mT).mT,)
+    return (_pinv_grad(g, p, a),)
+
+
+def _pinv_grad(g: Tensor, p: Tensor, a: Tensor) -> Tensor:
     ph, gh = p.mT, g.mT
-    if m <= n:
-        k = matmul(gh, p)
-        kph = matmul(k, ph)
-        out = -matmul(p, k).mT + kph - matmul(matmul(a, p), kph) + matmul(matmul(ph, p), gh - matmul(k, a))
-    else:
-        k = matmul(p, gh)
-        phk = matmul(ph, k)
-        out = -matmul(k, p).mT + matmul(matmul(gh - matmul(a, k), p), ph) + phk - matmul(matmul(phk, p), a)
-    return (out,)
+    k = matmul(gh, p)
+    kph = matmul(k, ph)
+    return -matmul(p, k).mT + kph - matmul(matmul(a, p), kph) + matmul(matmul(ph, p), gh - matmul(k, a))
 
 
 PINV = declare("linalg_pinv", _pinv_forward, _pinv_rule, params=("atol", "rtol", "hermitian"),
