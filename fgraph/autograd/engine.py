@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextvars
 import heapq
+import operator
 from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, Union
 
 import jax
@@ -244,7 +245,7 @@ def _make_seeds(outputs: tuple, grad_outputs: Any, fn: str) -> list:
                     f"{fn}: grad can be implicitly created only for scalar outputs, but output {i} has shape "
                     f"{out.shape}; pass grad_outputs with that shape (e.g. fg.ones_like(out)) or reduce it first."
                 )
-            g = _wrap(jnp.ones(out.shape, out.dtype))
+            g = _wrap(_implicit_seed(out.data))
         else:
             if not isinstance(g, Tensor):
                 g = _wrap(jnp.asarray(g, out.dtype))
@@ -255,6 +256,20 @@ def _make_seeds(outputs: tuple, grad_outputs: Any, fn: str) -> list:
                 )
         seeds.append(g)
     return seeds
+
+
+_SEEDS: dict = {}  # (shape, dtype, sharding) -> ones: arrays are immutable, so one serves every pass
+
+
+def _implicit_seed(data: Any) -> Any:
+    """``ones_like(data)`` for a size-1 output; concrete seeds are cached (creating one costs a dispatch)."""
+    if isinstance(data, jax.core.Tracer):
+        return jnp.ones(data.shape, data.dtype)
+    key = (data.shape, data.dtype, data.sharding)
+    seed = _SEEDS.get(key)
+    if seed is None:
+        seed = _SEEDS[key] = jnp.ones(data.shape, data.dtype, device=data.sharding)
+    return seed
 
 
 # -- the GraphTask --------------------------------------------------------------------------------
@@ -280,7 +295,8 @@ def _execute(roots: tuple, seeds: list, inputs: Optional[tuple], create_graph: b
 
     min_topo = min(e[0].topological_nr for e in output_edges) if output_edges else 0
     dependencies = _compute_dependencies(graph_root, min_topo)
-    exec_info = _init_to_execute(graph_root, output_edges, accumulate, min_topo) if output_edges else None
+    exec_info = (_init_to_execute(graph_root, output_edges, accumulate, min_topo, dependencies)
+                 if output_edges else None)
 
     extras = RECORD_EXTRAS.get()
     anomaly = None if extras is None else extras.anomaly
@@ -358,8 +374,14 @@ class _ExecInfo:
         return self.needed or self.captures is not None
 
 
-def _init_to_execute(root: Node, output_edges: list, accumulate: bool, min_topo: int) -> dict:
-    """Mark the nodes on a path from ``root`` to an input edge, and where to capture gradients."""
+def _init_to_execute(root: Node, output_edges: list, accumulate: bool, min_topo: int,
+                     dependencies: dict) -> dict:
+    """Mark the nodes on a path from ``root`` to an input edge, and where to capture gradients.
+
+    A node's ``topological_nr`` exceeds each of its children's, so one pass over the
+    reachable nodes (the keys of ``dependencies``) in ascending ``topological_nr`` sees
+    every child before its parents: a node is needed if a child should execute.
+    """
     exec_info: dict = {root: _ExecInfo()}
     exec_info[root].needed = True
     for index, (node, input_nr) in enumerate(output_edges):
@@ -373,43 +395,22 @@ def _init_to_execute(root: Node, output_edges: list, accumulate: bool, min_topo:
                 info.captures = []
             info.captures.append((input_nr, index))
 
-    def should_execute(fn: Node) -> bool:
-        info = exec_info.get(fn)
-        return info is not None and info.should_execute()
-
-    # Iterative post-order DFS: a node is needed if any child should execute.
-    seen = {root}
-    stack = [(root, iter(root.next_edges))]
-    while stack:
-        fn, children = stack[-1]
-        child = None
-        for edge in children:
-            if edge is None:
-                continue
-            nxt = edge[0]
-            if nxt in seen:
-                if should_execute(nxt):
-                    _needed(exec_info, fn)
-                continue
-            seen.add(nxt)
-            if nxt.topological_nr < min_topo:
-                continue  # created before every input: cannot reach one
-            child = nxt
-            break
-        if child is not None:
-            stack.append((child, iter(child.next_edges)))
-        else:
-            stack.pop()
-            if stack and should_execute(fn):
-                _needed(exec_info, stack[-1][0])
+    executes = set(exec_info)  # nodes that should execute (needed, or capturing a gradient)
+    candidates = [fn for fn in dependencies if fn.topological_nr >= min_topo]
+    candidates.sort(key=_topological_nr)
+    for fn in candidates:
+        for edge in fn.next_edges:
+            if edge is not None and edge[0] in executes:
+                info = exec_info.get(fn)
+                if info is None:
+                    info = exec_info[fn] = _ExecInfo()
+                    executes.add(fn)
+                info.needed = True
+                break
     return exec_info
 
 
-def _needed(exec_info: dict, fn: Node) -> None:
-    info = exec_info.get(fn)
-    if info is None:
-        info = exec_info[fn] = _ExecInfo()
-    info.needed = True
+_topological_nr = operator.attrgetter("topological_nr")
 
 
 def _run_ready_heap(graph_root: Node, buffers: dict, dependencies: dict, exec_info: Optional[dict],

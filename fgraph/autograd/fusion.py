@@ -109,18 +109,9 @@ def try_run(graph_root: Node, root_nr: int, seeds: list, dependencies: dict, exe
             signature.append(0)
             layout.append(None)
             continue
-        edges = []
-        for edge in node.next_edges:
-            if edge is None:
-                edges.append(None)
-            else:
-                child = index.get(edge[0])
-                if child is None:
-                    break  # below the minimum topological_nr: never runs
-                edges.append((child, edge[1]))
-        else:
-            edges = tuple(edges)
-        if isinstance(edges, list):
+        try:
+            edges = tuple([None if e is None else (index[e[0]], e[1]) for e in node.next_edges])
+        except KeyError:  # a child below the minimum topological_nr: this node never runs
             signature.append(1)
             layout.append(None)
             continue
@@ -134,7 +125,7 @@ def try_run(graph_root: Node, root_nr: int, seeds: list, dependencies: dict, exe
         start = len(arrays)
         arrays.extend(saved)
         layout.append((start, len(arrays)))
-        kinds = tuple([type(a) for a in saved])
+        kinds = tuple(map(type, saved))
         signature.append((node.op, node.params, node.in_meta, kinds, edges))
     signature.append(tuple(a.aval if hasattr(a, "aval") else type(a) for a in arrays[: len(seeds)]))
     if exec_info is not None:
