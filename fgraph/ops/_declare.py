@@ -208,6 +208,47 @@ def apply_unary(op: OpDef, x: Tensor, params: Any = None) -> Tensor:
     return _wrap_output(out, node, 0)
 
 
+def apply_binary(op: OpDef, a: Any, b: Any, params: Any = None) -> Tensor:
+    """:func:`apply_op` for two inputs and one output (``a * b``, ``a + b``, ...), kept lean."""
+    if not (isinstance(a, Tensor) and isinstance(b, Tensor)):
+        return apply_op(op, (a, b), params)
+    kernel = op._kernels.get(params)
+    if kernel is None:
+        kernel = op.kernel(params)
+    da = a.data
+    db = b.data
+    try:
+        out = kernel(da, db)
+    except (TypeError, ValueError, IndexError) as exc:
+        raise _explain(op, (a, b), params, exc) from None
+    ea = a._edge
+    eb = b._edge
+    if (ea is None and eb is None) or not op.differentiable or not _GRAD_ENABLED.get():
+        return _wrap(out)
+    node = _new_object(op.node_cls)
+    node.next_edges = (ea, eb)
+    node.sequence_nr = next_sequence_nr()
+    if ea is None:
+        node.topological_nr = eb[0].topological_nr + 1
+        node.in_meta = (None, _meta(db))
+    elif eb is None:
+        node.topological_nr = ea[0].topological_nr + 1
+        node.in_meta = (_meta(da), None)
+    else:
+        ta = ea[0].topological_nr
+        tb = eb[0].topological_nr
+        node.topological_nr = (ta if ta > tb else tb) + 1
+        node.in_meta = (_meta(da), _meta(db))
+    node._hooks = None
+    node._metadata = None
+    node.params = params
+    node.saved_inputs = (a, b) if op.save_inputs else None
+    node.saved_result = out if op.save_result else None
+    if RECORD_EXTRAS.get() is not None:
+        _apply_record_extras(node)
+    return _wrap_output(out, node, 0)
+
+
 def _record(op: OpDef, args: tuple, arrays: list, params: Any, edges: tuple, out: Any) -> Any:
     node = _new_object(op.node_cls)
     node.next_edges = edges
@@ -241,6 +282,11 @@ def _record(op: OpDef, args: tuple, arrays: list, params: Any, edges: tuple, out
     return tuple(
         _wrap_output(o, node, i) if jnp.issubdtype(o.dtype, jnp.inexact) else _wrap(o) for i, o in enumerate(out)
     )
+
+
+def _meta(x: Any) -> tuple:
+    aval = x.aval
+    return (aval.shape, aval.dtype)
 
 
 def _apply_record_extras(node: "OpNode") -> None:

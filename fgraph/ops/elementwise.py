@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fgraph._dtypes import canonical_dtype
-from fgraph.ops._declare import apply_op, apply_unary, declare
+from fgraph.ops._declare import apply_binary, apply_op, apply_unary, declare
 from fgraph.tensor import Tensor, _wrap
 
 Number = Any  # Tensor or Python scalar
@@ -80,19 +80,19 @@ def add(input: Number, other: Number, *, alpha: Number = 1) -> Tensor:
     """
     if alpha != 1:
         other = mul(other, alpha)
-    return apply_op(ADD, (input, other))
+    return apply_binary(ADD, input, other)
 
 
 def sub(input: Number, other: Number, *, alpha: Number = 1) -> Tensor:
     """``input - alpha * other`` with broadcasting."""
     if alpha != 1:
         other = mul(other, alpha)
-    return apply_op(SUB, (input, other))
+    return apply_binary(SUB, input, other)
 
 
 def mul(input: Number, other: Number) -> Tensor:
     """Elementwise product with broadcasting."""
-    return apply_op(MUL, (input, other))
+    return apply_binary(MUL, input, other)
 
 
 def div(input: Number, other: Number, *, rounding_mode: Optional[str] = None) -> Tensor:
@@ -106,7 +106,7 @@ def div(input: Number, other: Number, *, rounding_mode: Optional[str] = None) ->
         [3.0, -4.0]
     """
     if rounding_mode is None:
-        return apply_op(DIV, (input, other))
+        return apply_binary(DIV, input, other)
     from fgraph.ops.elementwise_math import div_rounded
 
     return div_rounded(input, other, rounding_mode)
@@ -162,7 +162,7 @@ def pow(input: Number, exponent: Number) -> Tensor:
     if isinstance(input, Tensor) and not isinstance(exponent, Tensor) and np.ndim(exponent) == 0:
         exponent = _hashable_scalar(exponent)
         return apply_op(POW, (input,), POW.Params(exponent, type(exponent)))
-    return apply_op(POW_TENSOR, (input, exponent))
+    return apply_binary(POW_TENSOR, input, exponent)
 
 
 def _hashable_scalar(v: Any) -> Any:
@@ -326,12 +326,12 @@ CLAMP = declare("clamp", _clamp_forward, _clamp_rule, params=("min", "max", "bou
 
 def maximum(input: Number, other: Number) -> Tensor:
     """Elementwise maximum; at ties each input gets half the gradient."""
-    return apply_op(MAXIMUM, (input, other))
+    return apply_binary(MAXIMUM, input, other)
 
 
 def minimum(input: Number, other: Number) -> Tensor:
     """Elementwise minimum; at ties each input gets half the gradient."""
-    return apply_op(MINIMUM, (input, other))
+    return apply_binary(MINIMUM, input, other)
 
 
 def where(condition: Tensor, input: Number, other: Number) -> Tensor:
