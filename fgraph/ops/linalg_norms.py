@@ -25,7 +25,7 @@ from fgraph.ops._declare import apply_unary, declare
 from fgraph.ops._linalg_util import check_floating, check_tensor
 from fgraph.ops.decompositions import svdvals
 from fgraph.ops.elementwise import abs as fg_abs
-from fgraph.ops.elementwise import eq, pow, sign, to_dtype, where
+from fgraph.ops.elementwise import eq, logical_or, ne, pow, sign, to_dtype, where
 from fgraph.ops.reduction import expand_reduced, normalize_dims
 from fgraph.tensor import Tensor
 
@@ -62,8 +62,9 @@ def _vector_norm_rule(ctx, g):
     zero_norm = eq(norm, 0)
     if p.ord == 2:
         return (where(zero_norm, 0.0, x * (g / where(zero_norm, 1.0, norm))),)
-    if math.isinf(p.ord):
-        hit = to_dtype(eq(fg_abs(x), norm), x.dtype)
+    if math.isinf(p.ord):  # shared evenly by the elements that attain the max (min); NaNs count as attaining
+        ax = fg_abs(x)
+        hit = to_dtype(logical_or(eq(ax, norm), ne(ax, ax)), x.dtype)
         count = expand_reduced(hit.sum(p.dims, keepdim=p.keepdim), shape, p.dims, p.keepdim)
         return (sign(x) * hit * (g / count),)
     safe_norm = pow(where(zero_norm, 1.0, norm), p.ord - 1)
@@ -115,8 +116,16 @@ def vector_norm(x: Tensor, ord: Ord = 2, dim: Union[int, Sequence[int], None] = 
         raise OpError(f"{op}: a norm of order {ord} over an empty dimension is undefined (shape {x.shape}, dim {dim}).")
     if math.isinf(p) and any(x.shape[d] == 0 for d in dims):
         raise OpError(f"{op}: the inf-norm over an empty dimension is undefined (shape {x.shape}, dim {dim}).")
-    p = int(p) if p.is_integer() else p
-    return apply_unary(VECTOR_NORM, x, VECTOR_NORM.Params(p, dims, bool(keepdim)))
+    return vector_norm_of(x, p, dims, keepdim)
+
+
+def vector_norm_of(x: Tensor, p: float, dims: tuple[int, ...], keepdim: bool) -> Tensor:
+    """The vector-norm primitive on checked arguments: ``dims`` normalized, ``p`` a number.
+
+    ``fg.norm``, ``F.normalize``, ``F.cosine_similarity`` and ``F.pairwise_distance`` share it.
+    """
+    p = int(p) if float(p).is_integer() else float(p)
+    return apply_unary(VECTOR_NORM, x, VECTOR_NORM.Params(p, tuple(dims), bool(keepdim)))
 
 
 def _matrix_dims(dim: Sequence[int], ndim: int, op: str) -> tuple[int, int]:

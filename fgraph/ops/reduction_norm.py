@@ -1,10 +1,10 @@
 """Vector norms with ``torch.norm``'s arguments: ``p`` (``'fro'``, 2, 1, inf, -inf, 0 or any
 number), ``dim`` (int, tuple or all) and ``keepdim``.
 
-The derivative follows PyTorch's ``norm_backward``: 0 where the norm is 0 (``p >= 1``),
-``sign(x)`` for ``p = 1``, the gradient split evenly among the tied largest (smallest)
-magnitudes for ``p = inf`` (``-inf``), and zero for ``p = 0``. It is written in fgraph
-ops, so it differentiates again.
+It runs the one vector-norm primitive of ``fgraph.linalg.vector_norm``, whose rule is
+PyTorch's ``norm_backward``: 0 where the norm is 0 (``p >= 1``), ``sign(x)`` for
+``p = 1``, the gradient split evenly among the tied largest (smallest) magnitudes for
+``p = inf`` (``-inf``), and zero for ``p = 0``.
 
 Not supported: ``p='nuc'`` and ``'fro'`` over more than two dimensions, which are
 matrix norms (``torch.linalg.matrix_norm``).
@@ -20,64 +20,11 @@ from __future__ import annotations
 import math
 from typing import Any, Optional, Union
 
-import jax.numpy as jnp
-
 from fgraph.errors import OpError
-from fgraph.ops._declare import apply_unary, declare
-from fgraph.ops.reduction import Dim, check_floating, check_tensor, expand_reduced, normalize_dims
+from fgraph.ops.reduction import Dim, check_floating, check_tensor, normalize_dims
 from fgraph.tensor import Tensor
 
 __all__ = ["norm"]
-
-
-def _norm_forward(x, *, p, dims, keepdim):
-    ax = jnp.abs(x)
-    if p == math.inf:
-        return jnp.max(ax, axis=dims, keepdims=keepdim)
-    if p == -math.inf:
-        return jnp.min(ax, axis=dims, keepdims=keepdim)
-    if p == 0:
-        return jnp.sum(x != 0, axis=dims, keepdims=keepdim).astype(ax.dtype)
-    if p == 1:
-        return jnp.sum(ax, axis=dims, keepdims=keepdim)
-    if p == 2:
-        return jnp.sqrt(jnp.sum(ax * ax, axis=dims, keepdims=keepdim))
-    return jnp.sum(ax ** p, axis=dims, keepdims=keepdim) ** (1.0 / p)
-
-
-def _norm_rule(ctx, g):
-    from fgraph.ops.elementwise import abs, eq, logical_or, ne, pow, sign, to_dtype, where, zeros_of
-    from fgraph.ops.reduction import sum
-
-    (x,) = ctx.inputs
-    p, dims, keepdim = ctx.params
-    if p == 0:
-        return (zeros_of(x),)
-    shape = x.shape
-    g = expand_reduced(g, shape, dims, keepdim)
-    if p == 1:
-        return (g * sign(x),)
-    y = expand_reduced(ctx.result, shape, dims, keepdim)
-    y_is_zero = eq(y, 0)
-    y_safe = where(y_is_zero, 1.0, y)  # no 0/0 here, nor in the derivative of this rule
-    if p == 2:
-        return (g * x / y_safe,)  # x == 0 wherever y == 0: the gradient there is 0
-    ax = abs(x)
-    if math.isinf(p):
-        # d max|x|: split evenly among the tied extreme magnitudes (NaNs count as extreme).
-        mask = logical_or(eq(ax, y), ne(ax, ax))
-        count = sum(to_dtype(mask, g.dtype), dims, keepdim=True)
-        return (where(mask, sign(x) * g / count, 0.0),)
-    if p < 1:
-        x_is_zero = eq(x, 0)
-        scaled = sign(x) * where(x_is_zero, 0.0, pow(where(x_is_zero, 1.0, ax), p - 1))
-        return (scaled * g * pow(y, 1 - p),)
-    scaled = sign(x) * pow(ax, p - 1) if p < 2 else x * pow(ax, p - 2)
-    return (scaled * where(y_is_zero, 0.0, g / pow(y_safe, p - 1)),)
-
-
-NORM = declare("norm", _norm_forward, _norm_rule, params=("p", "dims", "keepdim"), save_inputs=True,
-               save_result=True, node_name="LinalgVectorNormBackward0")
 
 
 def _order(p: Any, dim: Any) -> float:
@@ -127,7 +74,9 @@ def norm(input: Tensor, p: Union[float, str, None] = "fro", dim: Dim = None, kee
             f"norm: cannot take the p={order} norm over an empty dimension of a tensor of shape "
             f"{tuple(input.shape)} (dim={dim!r}): max/min have no identity. Reduce over non-empty dimensions."
         )
-    return apply_unary(NORM, input, NORM.Params(order, dims, bool(keepdim)))
+    from fgraph.ops.linalg_norms import vector_norm_of
+
+    return vector_norm_of(input, order, dims, keepdim)
 
 
 #: Installed as ``Tensor.<name>`` methods.

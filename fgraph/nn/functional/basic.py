@@ -1,8 +1,8 @@
 """Linear maps, distances, dropout, embeddings and one-hot encoding (``torch.nn.functional`` names).
 
 ``linear``, ``bilinear``, ``normalize``, ``cosine_similarity`` and
-``pairwise_distance`` are composites of fgraph ops over one private primitive,
-a p-norm whose derivative rule is written in fgraph ops (so every order of
+``pairwise_distance`` are composites of fgraph ops over the p-norm primitive of
+``fgraph.linalg.vector_norm`` (its rule is written in fgraph ops, so every order of
 derivative works; the gradient at a zero vector is 0, as in PyTorch).
 ``embedding`` is a primitive whose gradient is PyTorch's (rows at ``padding_idx``
 get none, ``scale_grad_by_freq`` divides by each index's count); its double
@@ -19,7 +19,6 @@ Example:
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Optional, Sequence, Union
 
 import jax
@@ -37,9 +36,9 @@ from fgraph.nn.functional._utils import (
     is_traced,
     no_inplace,
 )
-from fgraph.ops._declare import apply_op, apply_unary, declare
-from fgraph.ops.elementwise import abs as _abs
-from fgraph.ops.elementwise import clamp, eq, mul, pow, relu, sign, to_dtype, where, zeros_of
+from fgraph.ops._declare import apply_op, declare
+from fgraph.ops.elementwise import clamp, mul, relu
+from fgraph.ops.linalg_norms import vector_norm_of
 from fgraph.ops.linalg import matmul
 from fgraph.ops.reduction import sum as _sum
 from fgraph.ops.shape import expand, matrix_transpose, permute, reshape, unsqueeze
@@ -49,48 +48,9 @@ from fgraph.tensor import Tensor
 Dim = Union[int, Sequence[int]]
 
 
-# -- p-norm (private primitive) --------------------------------------------------------------------------
-def _norm_forward(x, *, p, dims, keepdim):
-    a = jnp.abs(x)
-    if p == math.inf:
-        return jnp.max(a, axis=dims, keepdims=keepdim, initial=0).astype(x.dtype)
-    if p == -math.inf:
-        return jnp.min(a, axis=dims, keepdims=keepdim, initial=jnp.inf).astype(x.dtype)
-    if p == 0:
-        return jnp.sum(a != 0, axis=dims, keepdims=keepdim).astype(x.dtype)
-    if p == 1:
-        return jnp.sum(a, axis=dims, keepdims=keepdim)
-    if p == 2:
-        return jnp.sqrt(jnp.sum(x * x, axis=dims, keepdims=keepdim))
-    return jnp.sum(a**p, axis=dims, keepdims=keepdim) ** (1.0 / p)
-
-
-def _norm_rule(ctx, g):
-    (x,) = ctx.inputs
-    p, dims, keepdim = ctx.params
-    n = ctx.result
-    if not keepdim:
-        kept = tuple(1 if i in dims else s for i, s in enumerate(x.shape))
-        g, n = reshape(g, kept), reshape(n, kept)
-    if p == 0:
-        return (zeros_of(x),)
-    if p == 1:
-        return (g * sign(x),)
-    if math.isinf(p):  # the gradient is shared evenly by the elements that attain the max (min)
-        hit = to_dtype(eq(_abs(x), n), x.dtype)
-        return (g * sign(x) * hit / _sum(hit, dims, keepdim=True),)
-    safe = where(eq(n, 0), 1.0, n)  # a zero vector gets a zero gradient, as in PyTorch
-    if p == 2:
-        return (g * x / safe,)
-    return (g * sign(x) * pow(_abs(x), p - 1) / pow(safe, p - 1),)
-
-
-_NORM = declare("nn_vector_norm", _norm_forward, _norm_rule, params=("p", "dims", "keepdim"), save_inputs=True,
-                save_result=True, node_name="LinalgVectorNormBackward0")
-
-
+# -- p-norm (the primitive of fgraph.linalg.vector_norm) ---------------------------------------------------
 def _norm(x: Tensor, p: float, dims: tuple[int, ...], keepdim: bool) -> Tensor:
-    return apply_unary(_NORM, x, _NORM.Params(float(p), dims, bool(keepdim)))
+    return vector_norm_of(x, p, dims, keepdim)
 
 
 def _dims(dim: Dim, ndim: int, op: str) -> tuple[int, ...]:
