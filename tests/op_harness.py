@@ -8,11 +8,18 @@ float32 through :func:`check_entry`. A table may also define
 for the optional PyTorch oracle in ``tests/test_ops_against_torch.py`` (and
 ``TORCH_TOLERANCES = {entry_name: (rtol, atol)}`` where torch itself is less exact).
 Every case of a fixed case list runs (hypothesis then varies the values only).
+
+Each entry names an op, its fgraph call, a pure-JAX reference, the number of tensor
+inputs, a strategy of *cases* (input shapes from small fixed pools -- every new shape
+compiles new kernels -- plus static parameters and non-differentiable constants such
+as index arrays), and a value *domain* that keeps inputs away from points where the op
+is not differentiable or not defined.
 """
 from __future__ import annotations
 
 import importlib
 import pkgutil
+from typing import Any, Callable, NamedTuple, Optional, Sequence
 
 import numpy as np
 from hypothesis import strategies as st
@@ -20,17 +27,47 @@ from hypothesis.extra import numpy as hnp
 
 import fgraph as fg
 from jax_oracle import TOLERANCES, check_against_jax
-from test_ops_against_jax import (  # noqa: F401  (re-exported for the family tables)
-    GRID_A,
-    GRID_B,
-    NONZERO,
-    POSITIVE,
-    REAL,
-    Case,
-    OpEntry,
-    cases,
-    shape_cases,
-)
+
+
+# -- value domains --------------------------------------------------------------------------
+def _grid(offset: float) -> st.SearchStrategy[float]:
+    """Values ``0.5 * k + offset`` jittered by at most 0.1: two grids with offsets 0 and 0.25
+    never come closer than 0.05, and grid 0.25 stays 0.15 away from every multiple of 0.5."""
+    return st.builds(lambda k, e: 0.5 * k + offset + e, st.integers(-4, 4), st.floats(-0.1, 0.1))
+
+
+REAL = st.floats(-2.0, 2.0)
+POSITIVE = st.floats(0.5, 2.0)
+NONZERO = st.one_of(st.floats(0.25, 2.0), st.floats(-2.0, -0.25))  # abs, relu, divisors
+GRID_A = _grid(0.0)  # maximum/minimum: first operand...
+GRID_B = _grid(0.25)  # ...second operand (never ties); clamp input (bounds are multiples of 0.5)
+
+
+class Case(NamedTuple):
+    shapes: tuple  # one shape per differentiable tensor input
+    params: dict = {}  # static keyword arguments for both implementations
+    consts: tuple = ()  # non-differentiable array arguments (NumPy), passed after the inputs
+
+
+class OpEntry(NamedTuple):
+    name: str
+    fg_fn: Callable[..., Any]  # fg_fn(*tensors, *consts, **params)
+    ref_fn: Callable[..., Any]  # ref_fn(*arrays, *consts, **params), pure jax.numpy
+    arity: Optional[int]  # number of differentiable tensor inputs (None: variadic)
+    cases: st.SearchStrategy[Case]
+    domain: Any  # elements strategy, or a tuple of them (one per input)
+    max_examples: Optional[int] = None
+    static_consts: bool = False  # consts must be concrete in the reference (boolean masks)
+
+
+def cases(*items: Case) -> st.SearchStrategy[Case]:
+    return st.sampled_from(items)
+
+
+def shape_cases(shapes: Sequence[tuple], **params: Any) -> st.SearchStrategy[Case]:
+    return cases(*(Case(s, params) for s in shapes))
+
+
 
 DTYPES = [np.dtype("float64"), np.dtype("float32")]
 

@@ -42,3 +42,17 @@ def test_entry_against_jax(family, entry, index, case, dtype):
         check_entry(data, entry, dtype, case)
 
     check()
+
+
+def test_starter_table_covers_every_starter_op():
+    """The starter table names every starter op (so a new op cannot silently go untested)."""
+    from op_tables.starter import TABLE
+
+    covered = {e.name for e in TABLE}
+    starter = {
+        "add", "sub", "mul", "div", "neg", "exp", "log", "sin", "cos", "tanh", "sigmoid", "relu", "sqrt",
+        "abs", "maximum", "minimum", "where", "clamp", "sum", "mean", "matmul", "reshape", "transpose",
+        "permute", "expand", "squeeze", "unsqueeze", "cat", "stack",
+    }
+    assert starter <= covered, f"untested ops: {sorted(starter - covered)}"
+    assert {"pow_int_exponent", "pow_float_exponent", "pow_tensor", "getitem_basic", "getitem_int_array"} <= covered

@@ -1,8 +1,6 @@
 """PyTorch as an optional oracle: forward values and gradients of every op a table maps to torch.
 
-Sources: the starter table (``TABLE`` in ``test_ops_against_jax.py``, mapped by
-``STARTER_TORCH`` in ``op_tables/starter_torch.py``) and every family table in
-``tests/op_tables`` that defines ``TORCH = {entry_name: torch_fn}``, where
+Sources: every table in ``tests/op_tables`` that defines ``TORCH = {entry_name: torch_fn}``, where
 ``torch_fn(*torch_tensors, *consts, **params)`` has the signature of the entry's
 ``fg_fn``. For a few drawn cases per entry (float64), both run on the same
 numbers; the forward values (and dtypes) and the gradients of
@@ -25,10 +23,8 @@ from hypothesis import strategies as st
 torch = pytest.importorskip("torch")
 
 import fgraph as fg  # noqa: E402
-import test_ops_against_jax as starter  # noqa: E402
 from jax_oracle import fixed_random  # noqa: E402
 from op_harness import draw_inputs, family_tables  # noqa: E402
-from op_tables.starter_torch import STARTER_TORCH  # noqa: E402
 pytestmark = pytest.mark.usefixtures("node_by_node")
 
 DTYPE = np.dtype("float64")
@@ -37,7 +33,7 @@ MAX_EXAMPLES = 5
 
 
 def _sources() -> list[tuple[str, list, dict, dict]]:
-    sources = [("starter", starter.TABLE, STARTER_TORCH, {})]
+    sources = []
     for family, module in family_tables().items():
         mapping = getattr(module, "TORCH", None)
         if mapping:

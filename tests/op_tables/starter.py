@@ -1,69 +1,24 @@
-"""Every starter op against a pure-JAX reference: forward, first and second derivatives.
+"""The starter ops (the foundation's op set) against pure JAX, and PyTorch as an optional oracle.
 
-One harness (:func:`test_op_against_jax`) drives one table (:data:`TABLE`). Each
-entry names an op, its fgraph call, a pure-JAX reference, the number of tensor
+Each entry names an op, its fgraph call, a pure-JAX reference, the number of tensor
 inputs, a strategy of *cases* (input shapes from a small fixed pool -- broadcasting
 pairs, size-1 and size-0 dimensions -- plus static parameters and non-differentiable
 constants such as index arrays or ``where`` conditions), and a value *domain* that
 keeps inputs away from points where the op is not differentiable or not defined.
-
-Each case only draws shapes from fixed lists, so the JAX kernels compiled for one
-example are reused by the next (every new shape compiles new kernels).
+No op here is first-order only.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple, Optional, Sequence
+from typing import Any, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
-from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import fgraph as fg
-from jax_oracle import TOLERANCES, check_against_jax
-
-
-# -- value domains --------------------------------------------------------------------------
-def _grid(offset: float) -> st.SearchStrategy[float]:
-    """Values ``0.5 * k + offset`` jittered by at most 0.1: two grids with offsets 0 and 0.25
-    never come closer than 0.05, and grid 0.25 stays 0.15 away from every multiple of 0.5."""
-    return st.builds(lambda k, e: 0.5 * k + offset + e, st.integers(-4, 4), st.floats(-0.1, 0.1))
-
-
-REAL = st.floats(-2.0, 2.0)
-POSITIVE = st.floats(0.5, 2.0)
-NONZERO = st.one_of(st.floats(0.25, 2.0), st.floats(-2.0, -0.25))  # abs, relu, divisors
-GRID_A = _grid(0.0)  # maximum/minimum: first operand...
-GRID_B = _grid(0.25)  # ...second operand (never ties); clamp input (bounds are multiples of 0.5)
-
-
-class Case(NamedTuple):
-    shapes: tuple  # one shape per differentiable tensor input
-    params: dict = {}  # static keyword arguments for both implementations
-    consts: tuple = ()  # non-differentiable array arguments (NumPy), passed after the inputs
-
-
-class OpEntry(NamedTuple):
-    name: str
-    fg_fn: Callable[..., Any]  # fg_fn(*tensors, *consts, **params)
-    ref_fn: Callable[..., Any]  # ref_fn(*arrays, *consts, **params), pure jax.numpy
-    arity: Optional[int]  # number of differentiable tensor inputs (None: variadic)
-    cases: st.SearchStrategy[Case]
-    domain: Any  # elements strategy, or a tuple of them (one per input)
-    max_examples: Optional[int] = None
-    static_consts: bool = False  # consts must be concrete in the reference (boolean masks)
-
-
-def cases(*items: Case) -> st.SearchStrategy[Case]:
-    return st.sampled_from(items)
-
-
-def shape_cases(shapes: Sequence[tuple], **params: Any) -> st.SearchStrategy[Case]:
-    return cases(*(Case(s, params) for s in shapes))
-
+from op_harness import GRID_A, GRID_B, NONZERO, POSITIVE, REAL, Case, OpEntry, cases, shape_cases
 
 # -- shape pools ----------------------------------------------------------------------------------
 UNARY = [(2, 3), (), (3, 0)]
@@ -360,96 +315,100 @@ TABLE: list[OpEntry] = [
        STACK_CASES, REAL),
 ]
 
-DTYPES = [np.dtype("float64"), np.dtype("float32")]
 
-#: Examples per listed case: the case fixes the shapes, hypothesis varies the values.
-EXAMPLES_PER_CASE = {np.dtype("float64"): 3, np.dtype("float32"): 2}
+# -- the PyTorch oracle ----------------------------------------------------------------------------------
+class _LazyTorch:
+    """``torch.<name>`` resolved at call time: the oracle is optional and slow to import."""
 
+    def __getattr__(self, name):
+        import torch
 
-def listed_cases(entry: OpEntry) -> list[Optional[Case]]:
-    """The entry's cases when they are a fixed list (``cases(...)``), else ``[None]`` (drawn)."""
-    elements = getattr(entry.cases, "elements", None)  # the items of a st.sampled_from
-    return list(elements) if elements is not None else [None]
-
-
-def _runs() -> list:
-    """(entry, case, dtype) to run: float64 runs every listed case, so CI covers each shape
-    and parameter deterministically; float32 re-checks the same rules at a loose tolerance
-    (dtype propagation, rounding) on the first case only -- listed first on purpose, a
-    typical non-degenerate one -- since every new shape and dtype compiles new kernels."""
-    runs = []
-    for entry in TABLE:
-        listed = listed_cases(entry)
-        for dtype in DTYPES:
-            chosen = listed if dtype == np.float64 else listed[:1]
-            for i, case in enumerate(chosen):
-                tag = "drawn" if case is None else str(i)
-                runs.append(pytest.param(entry, case, dtype, id=f"{entry.name}-{tag}-{dtype.name}"))
-    return runs
+        return getattr(torch, name)
 
 
-def _max_examples(entry: OpEntry, case: Optional[Case], dtype: np.dtype) -> int:
-    n = settings.default.max_examples
-    if entry.max_examples is not None:
-        n = min(n, entry.max_examples)
-    if case is not None or dtype == np.float32:
-        n = min(n, EXAMPLES_PER_CASE[dtype])
-    return n
+torch = _LazyTorch()
+
+_SCALAR_OPS = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "pow": "pow"}
 
 
-def _draw_inputs(data, entry: OpEntry, case: Case, dtype: np.dtype) -> list[np.ndarray]:
-    if entry.arity is not None:
-        assert len(case.shapes) == entry.arity, f"{entry.name}: case {case} does not have {entry.arity} inputs"
-    domains = entry.domain if isinstance(entry.domain, tuple) else (entry.domain,) * len(case.shapes)
-    return [
-        data.draw(hnp.arrays(np.float64, shape, elements=dom), label=f"x{i}").astype(dtype)
-        for i, (shape, dom) in enumerate(zip(case.shapes, domains))
-    ]
+def _scalar_operand(x, *, op, scalar, left):
+    f = getattr(torch, _SCALAR_OPS[op])
+    if left:  # torch.add(1.5, x) is not a signature; the operators are
+        return {"add": lambda: scalar + x, "sub": lambda: scalar - x, "mul": lambda: scalar * x,
+                "div": lambda: scalar / x, "pow": lambda: scalar ** x}[op]()
+    return f(x, scalar)
 
 
-def check_entry(data, entry: OpEntry, dtype: np.dtype, case: Optional[Case] = None) -> None:
-    """Check ``case`` of ``entry`` (drawn when ``None``) on drawn values against the JAX reference."""
-    if case is None:
-        case = data.draw(entry.cases, label="case")
-    arrays = _draw_inputs(data, entry, case, dtype)
-    fg_consts = [fg.tensor(c, dtype=c.dtype) for c in case.consts]
-    params = case.params
-    key = (entry.name, repr(params))
-    if entry.static_consts:  # e.g. boolean masks: the output shape depends on their values
-        key += tuple((c.shape, c.tobytes()) for c in case.consts)
-        ref_fn, extra = (lambda *xs: entry.ref_fn(*xs, *case.consts, **params)), ()
-    else:
-        ref_fn, extra = (lambda *xs_and_consts: entry.ref_fn(*xs_and_consts, **params)), case.consts
-    check_against_jax(
-        lambda *xs: entry.fg_fn(*xs, *fg_consts, **params),
-        ref_fn,
-        arrays,
-        TOLERANCES[dtype],
-        extra=extra,
-        jit_key=key,
-    )
+def _getitem_basic(x, *, index):
+    """``x[index]``; torch has no negative slice steps, so those dimensions are flipped first."""
+    consumed = sum(1 for i in index if i is not None and i is not Ellipsis)
+    dim, flips, fixed = 0, [], []
+    for i in index:
+        if i is Ellipsis:
+            fixed.append(i)
+            dim += x.ndim - consumed
+            continue
+        if i is None:
+            fixed.append(i)
+            continue
+        if isinstance(i, slice) and i.step is not None and i.step < 0:
+            n = x.shape[dim]
+            picked = range(*i.indices(n))
+            flips.append(dim)
+            fixed.append(slice(n - 1 - picked[0], n - picked[-1], -i.step) if len(picked) else slice(0, 0))
+        else:
+            fixed.append(i)
+        dim += 1
+    if flips:
+        x = torch.flip(x, flips)
+    return x[tuple(fixed)]
 
 
-@pytest.mark.parametrize("entry,case,dtype", _runs())
-def test_op_against_jax(entry: OpEntry, case: Optional[Case], dtype: np.dtype) -> None:
-    @settings(max_examples=_max_examples(entry, case, dtype))
-    @given(data=st.data())
-    def check(data):
-        check_entry(data, entry, dtype, case)
-
-    check()
+def _getitem_arrays(x, *arrays, template):
+    return x[_fill(template, arrays)]
 
 
-def test_table_covers_every_starter_op() -> None:
-    """The table names every starter op (so a new op cannot silently go untested)."""
-    covered = {e.name for e in TABLE}
-    starter = {
-        "add", "sub", "mul", "div", "neg", "exp", "log", "sin", "cos", "tanh", "sigmoid", "relu", "sqrt",
-        "abs", "maximum", "minimum", "where", "clamp", "sum", "mean", "matmul", "reshape", "transpose",
-        "permute", "expand", "squeeze", "unsqueeze", "cat", "stack",
-    }
-    assert starter <= covered, f"untested ops: {sorted(starter - covered)}"
-    assert {"pow_int_exponent", "pow_float_exponent", "pow_tensor", "getitem_basic", "getitem_int_array"} <= covered
+def _squeeze(x, *, dim):
+    return torch.squeeze(x) if dim is None else torch.squeeze(x, dim)
 
 
-pytestmark = pytest.mark.usefixtures("node_by_node")
+#: Entry name -> PyTorch call with the entry's ``fg_fn`` signature (tests/test_ops_against_torch.py).
+TORCH = {
+    "add": lambda a, b: torch.add(a, b),
+    "sub": lambda a, b: torch.sub(a, b),
+    "mul": lambda a, b: torch.mul(a, b),
+    "div": lambda a, b: torch.div(a, b),
+    "neg": lambda x: torch.neg(x),
+    "scalar_operand": _scalar_operand,
+    "pow_int_exponent": lambda x, p: torch.pow(x, p),
+    "pow_float_exponent": lambda x, p: x ** p,
+    "pow_tensor": lambda a, b: torch.pow(a, b),
+    "exp": lambda x: torch.exp(x),
+    "log": lambda x: torch.log(x),
+    "sin": lambda x: torch.sin(x),
+    "cos": lambda x: torch.cos(x),
+    "tanh": lambda x: torch.tanh(x),
+    "sigmoid": lambda x: torch.sigmoid(x),
+    "relu": lambda x: torch.relu(x),
+    "sqrt": lambda x: torch.sqrt(x),
+    "abs": lambda x: torch.abs(x),
+    "maximum": lambda a, b: torch.maximum(a, b),
+    "minimum": lambda a, b: torch.minimum(a, b),
+    "where": lambda x, y, cond: torch.where(cond, x, y),
+    "clamp": lambda x, lo, hi: torch.clamp(x, lo, hi),
+    "sum": lambda x, dim, keepdim: torch.sum(x, dim, keepdim),
+    "mean": lambda x, dim, keepdim: torch.mean(x, dim, keepdim),
+    "sum_method": lambda x, dim, keepdim: x.sum(dim, keepdim),
+    "matmul": lambda a, b: torch.matmul(a, b),
+    "reshape": lambda x, shape: torch.reshape(x, shape),
+    "transpose": lambda x, d0, d1: torch.transpose(x, d0, d1),
+    "permute": lambda x, dims: torch.permute(x, dims),
+    "expand": lambda x, sizes: x.expand(sizes),
+    "squeeze": _squeeze,
+    "unsqueeze": lambda x, dim: torch.unsqueeze(x, dim),
+    "getitem_basic": _getitem_basic,
+    "getitem_int_array": _getitem_arrays,
+    "getitem_bool_mask": _getitem_arrays,
+    "cat": lambda *xs, dim: torch.cat(xs, dim),
+    "stack": lambda *xs, dim: torch.stack(xs, dim),
+}
