@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 from collections import namedtuple
-from typing import Any, Callable, NamedTuple, Optional, Sequence
+from typing import Any, Callable, NamedTuple, Optional, Sequence, Union
 
 import jax
 import jax.numpy as jnp
@@ -73,7 +73,10 @@ class OpDef:
         forward: pure JAX function ``forward(*arrays, **params)``.
         rule: derivative rule, or ``None`` for an op that has none yet.
         params: names of the static parameters, in call order.
-        save_inputs: the rule reads ``ctx.inputs``.
+        save_inputs: the rule reads ``ctx.inputs``: ``True`` saves every input; a tuple of
+            positions (or a ``slice``) saves only those, the others read ``None`` in
+            ``ctx.inputs`` (their shapes stay in ``ctx.shapes``), so a node does not keep
+            alive an input whose values its rule never reads (``x`` in ``x[idx]``).
         save_result: the rule reads ``ctx.result``.
         differentiable: ``False`` for ops whose outputs never carry gradients
             (comparisons, argmax...).
@@ -90,7 +93,7 @@ class OpDef:
         rule: Optional[Rule],
         *,
         params: Sequence[str] = (),
-        save_inputs: bool = False,
+        save_inputs: Union[bool, Sequence[int], slice] = False,
         save_result: bool = False,
         differentiable: bool = True,
         num_outputs: int = 1,
@@ -102,7 +105,11 @@ class OpDef:
         self.rule = rule
         self.param_names = tuple(params)
         self.Params = namedtuple(f"{name}_params", self.param_names) if params else None
-        self.save_inputs = save_inputs
+        self.save_inputs = bool(save_inputs)
+        self.saved_positions: Union[None, frozenset, slice] = (
+            None if isinstance(save_inputs, bool) else
+            save_inputs if isinstance(save_inputs, slice) else frozenset(save_inputs)
+        )
         self.save_result = save_result
         self.differentiable = differentiable
         self.num_outputs = num_outputs
@@ -201,7 +208,7 @@ def apply_unary(op: OpDef, x: Tensor, params: Any = None) -> Tensor:
     node.params = params
     aval = data.aval
     node.in_meta = ((aval.shape, aval.dtype),)
-    node.saved_inputs = (x,) if op.save_inputs else None
+    node.saved_inputs = None if not op.save_inputs else (x,) if op.saved_positions is None else _kept(op, (x,))
     node.saved_result = out if op.save_result else None
     if RECORD_EXTRAS.get() is not None:
         _apply_record_extras(node)
@@ -242,7 +249,7 @@ def apply_binary(op: OpDef, a: Any, b: Any, params: Any = None) -> Tensor:
     node._hooks = None
     node._metadata = None
     node.params = params
-    node.saved_inputs = (a, b) if op.save_inputs else None
+    node.saved_inputs = None if not op.save_inputs else (a, b) if op.saved_positions is None else _kept(op, (a, b))
     node.saved_result = out if op.save_result else None
     if RECORD_EXTRAS.get() is not None:
         _apply_record_extras(node)
@@ -269,7 +276,7 @@ def _record(op: OpDef, args: tuple, arrays: list, params: Any, edges: tuple, out
     node._metadata = None
     node.params = params
     node.in_meta = tuple(in_meta)
-    node.saved_inputs = args if op.save_inputs else None
+    node.saved_inputs = None if not op.save_inputs else args if op.saved_positions is None else _kept(op, args)
     if op.num_outputs == 1:
         node.saved_result = out if op.save_result else None
         if RECORD_EXTRAS.get() is not None:
@@ -282,6 +289,14 @@ def _record(op: OpDef, args: tuple, arrays: list, params: Any, edges: tuple, out
     return tuple(
         _wrap_output(o, node, i) if jnp.issubdtype(o.dtype, jnp.inexact) else _wrap(o) for i, o in enumerate(out)
     )
+
+
+def _kept(op: OpDef, args: tuple) -> tuple:
+    """``args`` with the inputs the rule does not read replaced by ``None``."""
+    keep = op.saved_positions
+    if isinstance(keep, slice):
+        keep = range(len(args))[keep]
+    return tuple(a if i in keep else None for i, a in enumerate(args))
 
 
 def _meta(x: Any) -> tuple:
@@ -449,7 +464,7 @@ def _traced_rule(op: OpDef, params: Any, in_meta: tuple, needs: Optional[tuple],
         rest = args[n_out:]
         inputs = None
         if op.save_inputs:
-            inputs = tuple(_wrap(jnp.asarray(a)) for a in rest[: len(in_meta)])
+            inputs = tuple(None if a is None else _wrap(jnp.asarray(a)) for a in rest[: len(in_meta)])
             rest = rest[len(in_meta):]
         result = None
         if op.save_result:

@@ -193,11 +193,11 @@ def _prod_grads(ctx, g, x, index, src, excluded):
     return gx, gsrc
 
 
-GATHER = declare("gather", _gather_forward, _gather_rule, params=("dim",), save_inputs=True)
-SCATTER = declare("scatter", _scatter_forward, _scatter_rule, params=("dim",), save_inputs=True)
-SCATTER_VALUE = declare("scatter_value", _scatter_forward, _scatter_value_rule, params=("dim",), save_inputs=True,
+GATHER = declare("gather", _gather_forward, _gather_rule, params=("dim",), save_inputs=(1,))
+SCATTER = declare("scatter", _scatter_forward, _scatter_rule, params=("dim",), save_inputs=(1,))
+SCATTER_VALUE = declare("scatter_value", _scatter_forward, _scatter_value_rule, params=("dim",), save_inputs=(1,),
                         node_name="ScatterBackward1")
-SCATTER_ADD = declare("scatter_add", _scatter_add_forward, _scatter_add_rule, params=("dim",), save_inputs=True)
+SCATTER_ADD = declare("scatter_add", _scatter_add_forward, _scatter_add_rule, params=("dim",), save_inputs=(1,))
 SCATTER_REDUCE = declare("scatter_reduce", _scatter_reduce_forward, _scatter_reduce_rule,
                          params=("dim", "reduce", "include_self"), save_inputs=True, save_result=True)
 

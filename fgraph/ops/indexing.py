@@ -155,9 +155,9 @@ def _index_add_zeros_rule(ctx, g):
     return (_index_with_spec(g, ctx.params.spec, arrays),) + (None,) * len(arrays)
 
 
-GETITEM = declare("index", _getitem_forward, _getitem_rule, params=("spec",), save_inputs=True)
+GETITEM = declare("index", _getitem_forward, _getitem_rule, params=("spec",), save_inputs=slice(1, None))
 INDEX_ADD_ZEROS = declare("index_add_zeros", _index_add_zeros_forward, _index_add_zeros_rule,
-                          params=("spec", "shape"), save_inputs=True, node_name="IndexPutBackward0")
+                          params=("spec", "shape"), save_inputs=slice(1, None), node_name="IndexPutBackward0")
 
 
 def _index_with_spec(x: Tensor, spec: tuple, arrays: tuple) -> Tensor:
@@ -210,8 +210,8 @@ def _index_add_rule(ctx, g):
     return g, None, gsrc
 
 
-INDEX_SELECT = declare("index_select", _index_select_forward, _index_select_rule, params=("dim",), save_inputs=True)
-INDEX_ADD = declare("index_add", _index_add_forward, _index_add_rule, params=("dim", "alpha"), save_inputs=True)
+INDEX_SELECT = declare("index_select", _index_select_forward, _index_select_rule, params=("dim",), save_inputs=(1,))
+INDEX_ADD = declare("index_add", _index_add_forward, _index_add_rule, params=("dim", "alpha"), save_inputs=(1,))
 
 
 def _index_select(x: Tensor, dim: int, index: Any) -> Tensor:
@@ -302,7 +302,7 @@ def _index_put_hint(args: tuple, params: Any) -> str:
 
 
 INDEX_PUT = declare("index_put", _index_put_forward, _index_put_rule, params=("spec", "accumulate"),
-                    save_inputs=True, hint=_index_put_hint)
+                    save_inputs=slice(2, None), hint=_index_put_hint)
 
 
 def _index_put(x: Tensor, values: Any, spec: tuple, arrays: tuple, accumulate: bool) -> Tensor:
@@ -353,8 +353,8 @@ def _masked_fill_rule(ctx, g):
     return gx, None, gvalue
 
 
-MASKED_FILL = declare("masked_fill", _masked_fill_forward, _masked_fill_rule, save_inputs=True)
-MASKED_SELECT = declare("masked_select", _getitem_forward, _getitem_rule, params=("spec",), save_inputs=True)
+MASKED_FILL = declare("masked_fill", _masked_fill_forward, _masked_fill_rule, save_inputs=(1,))
+MASKED_SELECT = declare("masked_select", _getitem_forward, _getitem_rule, params=("spec",), save_inputs=slice(1, None))
 
 
 def _broadcast(op: str, input: Tensor, mask: Tensor) -> tuple:
@@ -432,7 +432,7 @@ def _take_rule(ctx, g):
     return reshape(flat, shape), None
 
 
-TAKE = declare("take", _take_forward, _take_rule, save_inputs=True)
+TAKE = declare("take", _take_forward, _take_rule, save_inputs=(1,))
 
 
 def take(input: Tensor, index: Tensor) -> Tensor:

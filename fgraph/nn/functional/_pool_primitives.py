@@ -56,9 +56,9 @@ def _scatter_rule(ctx, g):
     return (take_last(g, ctx.inputs[1]), None)
 
 
-TAKE_LAST = declare("pool_take_last", _take_forward, _take_rule, save_inputs=True, node_name="MaxPoolBackward0")
+TAKE_LAST = declare("pool_take_last", _take_forward, _take_rule, save_inputs=(1,), node_name="MaxPoolBackward0")
 SCATTER_ADD_LAST = declare("pool_scatter_add_last", _scatter_forward, _scatter_rule, params=("size",),
-                           save_inputs=True)
+                           save_inputs=(1,))
 
 
 def window_argmax(x: Tensor, table) -> Tensor:

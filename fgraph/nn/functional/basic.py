@@ -253,9 +253,9 @@ def _embedding_backward_forward(g, indices, *, num_weights, padding_idx, scale_g
 
 
 def _embedding_rule(ctx, g):
-    weight, indices = ctx.inputs
+    indices = ctx.inputs[1]
     p = ctx.params
-    params = _EMBEDDING_BACKWARD.Params(weight.shape[0], p.padding_idx, p.scale_grad_by_freq)
+    params = _EMBEDDING_BACKWARD.Params(ctx.shapes[0][0], p.padding_idx, p.scale_grad_by_freq)
     return apply_op(_EMBEDDING_BACKWARD, (g, indices), params), None
 
 
@@ -268,9 +268,9 @@ def _embedding_backward_rule(ctx, g):
 
 
 _EMBEDDING = declare("embedding", _embedding_forward, _embedding_rule,
-                     params=("padding_idx", "scale_grad_by_freq", "weighted"), save_inputs=True)
+                     params=("padding_idx", "scale_grad_by_freq", "weighted"), save_inputs=(1,))
 _EMBEDDING_BACKWARD = declare("embedding_dense_backward", _embedding_backward_forward, _embedding_backward_rule,
-                              params=("num_weights", "padding_idx", "scale_grad_by_freq"), save_inputs=True)
+                              params=("num_weights", "padding_idx", "scale_grad_by_freq"), save_inputs=(1,))
 
 
 def embedding(
