@@ -233,14 +233,14 @@ def _as_numpy(values) -> list:
     return out
 
 
-def check_agreement(name: str, steps: dict) -> None:
-    reference = _as_numpy(steps["jax.jit(jax.grad)"]())
+def check_agreement(name: str, steps: dict, reference: str = "jax.jit(jax.grad)") -> None:
+    expected = _as_numpy(steps[reference]())
     for peer, step in steps.items():
         got = _as_numpy(step())
-        for i, (a, b) in enumerate(zip(got, reference)):
+        for i, (a, b) in enumerate(zip(got, expected)):
             if not np.allclose(a, b, rtol=1e-4, atol=1e-5):
                 raise SystemExit(
-                    f"{name}: {peer} gradient {i} disagrees with jax.jit(jax.grad) "
+                    f"{name}: {peer} gradient {i} disagrees with {reference} "
                     f"(max abs diff {np.max(np.abs(a - b)):.3g}); refusing to time it."
                 )
 
