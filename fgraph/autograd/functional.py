@@ -492,6 +492,18 @@ def _scalar_function_and_jacobian(func: Callable[..., Tensor], inputs: Tensors, 
     return is_inputs_tuple, inputs_t, v_t, outputs, is_outputs_tuple, jac
 
 
+def _second_backward(outputs_2: tuple, wrt: tuple, v_t: Optional[tuple], outputs: tuple, tuple_flags: tuple,
+                     create_graph: bool, strict: bool, stage: str, like: Optional[tuple] = None) -> tuple:
+    """Shared end of ``vhp`` and ``hvp``: differentiate ``outputs_2`` with respect to ``wrt`` against ``v``."""
+    is_inputs_tuple, is_outputs_tuple = tuple_flags
+    with set_grad_enabled(True if create_graph else is_grad_enabled()):
+        grad_res = _autograd_grad(outputs_2, wrt, v_t, create_graph=create_graph)
+        result = _fill_in_zeros(grad_res, wrt if like is None else like, strict, create_graph, stage)
+    outputs = _grad_postprocess(outputs, create_graph)
+    result = _grad_postprocess(result, create_graph)
+    return _tuple_postprocess(outputs, is_outputs_tuple), _tuple_postprocess(result, is_inputs_tuple)
+
+
 def vhp(func: Callable[..., Tensor], inputs: Tensors, v: Optional[Tensors] = None,
         create_graph: bool = False, strict: bool = False) -> tuple[Tensor, Tensors]:
     """Vector-Hessian product ``v^T H`` of the scalar ``func`` at ``inputs``; returns ``(func(*inputs), vhp)``.
@@ -507,12 +519,8 @@ def vhp(func: Callable[..., Tensor], inputs: Tensors, v: Optional[Tensors] = Non
     with enable_grad():
         is_inputs_tuple, inputs_t, v_t, outputs, is_outputs_tuple, jac = _scalar_function_and_jacobian(
             func, inputs, v, create_graph, strict, "vhp")
-    with set_grad_enabled(True if create_graph else is_grad_enabled()):
-        grad_res = _autograd_grad(jac, inputs_t, v_t, create_graph=create_graph)
-        result = _fill_in_zeros(grad_res, inputs_t, strict, create_graph, "double_back")
-    outputs = _grad_postprocess(outputs, create_graph)
-    result = _grad_postprocess(result, create_graph)
-    return _tuple_postprocess(outputs, is_outputs_tuple), _tuple_postprocess(result, is_inputs_tuple)
+    return _second_backward(jac, inputs_t, v_t, outputs, (is_inputs_tuple, is_outputs_tuple), create_graph,
+                            strict, "double_back")
 
 
 def hvp(func: Callable[..., Tensor], inputs: Tensors, v: Optional[Tensors] = None,
@@ -536,9 +544,5 @@ def hvp(func: Callable[..., Tensor], inputs: Tensors, v: Optional[Tensors] = Non
         grad_jac = tuple(_wrap(jnp.zeros(inp.shape, inp.dtype)).requires_grad_() for inp in inputs_t)
         double_back = _autograd_grad(jac, inputs_t, grad_jac, create_graph=True)
         _check_requires_grad(jac, "hessian", strict)
-    with set_grad_enabled(True if create_graph else is_grad_enabled()):
-        grad_res = _autograd_grad(double_back, grad_jac, v_t, create_graph=create_graph)
-        result = _fill_in_zeros(grad_res, inputs_t, strict, create_graph, "double_back_trick")
-    outputs = _grad_postprocess(outputs, create_graph)
-    result = _grad_postprocess(result, create_graph)
-    return _tuple_postprocess(outputs, is_outputs_tuple), _tuple_postprocess(result, is_inputs_tuple)
+    return _second_backward(double_back, grad_jac, v_t, outputs, (is_inputs_tuple, is_outputs_tuple), create_graph,
+                            strict, "double_back_trick", like=inputs_t)
