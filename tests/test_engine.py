@@ -275,6 +275,27 @@ def test_fused_backward_matches_node_by_node():
     np.testing.assert_allclose(gw_b.numpy(), gw_b_ref.numpy(), rtol=1e-12)
 
 
+def test_graphs_over_max_nodes_are_never_compiled():
+    """XLA's compile time explodes with graph size, so large graphs stay node by node."""
+    from fgraph.autograd import fusion
+
+    x = leaf([0.1, 0.2])
+    before = fusion.stats()
+    for _ in range(3):
+        h = x
+        for _ in range(fusion.MAX_NODES + 10):
+            h = fg.sin(h)
+        (g,) = fg.grad(h.sum(), [x])
+    assert fusion.stats()["fused_runs"] == before["fused_runs"]
+    assert fusion.stats()["compiles"] == before["compiles"]
+    expected = np.array([0.1, 0.2])
+    derivative = np.ones(2)
+    for _ in range(fusion.MAX_NODES + 10):
+        derivative = derivative * np.cos(expected)
+        expected = np.sin(expected)
+    np.testing.assert_allclose(g.numpy(), derivative, rtol=1e-10)
+
+
 def test_hooks_disable_fusion_and_still_fire():
     seen = []
     for _ in range(3):
