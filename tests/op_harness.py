@@ -69,6 +69,26 @@ def shape_cases(shapes: Sequence[tuple], **params: Any) -> st.SearchStrategy[Cas
 
 
 
+def grid(shapes: Sequence[tuple], param_list: Sequence[dict] = ({},)) -> st.SearchStrategy[Case]:
+    """Every shape (a tuple of input shapes) with every parameter set, as listed cases."""
+    return cases(*(Case(s, dict(p)) for p in param_list for s in shapes))
+
+
+class LazyModule:
+    """A module imported on first attribute access: PyTorch is an optional oracle, slow to import."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(importlib.import_module(self._name), attr)
+
+
+#: ``torch`` and ``torch.nn.functional`` for the tables' ``TORCH`` maps.
+torch = LazyModule("torch")
+TF = LazyModule("torch.nn.functional")
+
+
 DTYPES = [np.dtype("float64"), np.dtype("float32")]
 
 

@@ -8,21 +8,9 @@ copy with the input, so its Hessian-vector product runs through a recorded cast.
 import jax.numpy as jnp
 
 import fgraph as fg
-from op_harness import REAL, Case, OpEntry, cases, shape_cases
+from op_harness import Case, OpEntry, REAL, cases, shape_cases, torch
 
 SHAPES = shape_cases([((2, 3),), ((),), ((3, 0),)])
-
-
-class _LazyTorch:
-    """``torch.<name>`` resolved at call time: the oracle is optional and slow to import."""
-
-    def __getattr__(self, name):
-        import torch
-
-        return getattr(torch, name)
-
-
-torch = _LazyTorch()
 
 
 def _to(x, *, dtype):

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 from hypothesis import strategies as st
 
 import fgraph as fg
-from op_harness import NONZERO, POSITIVE, REAL, Case, OpEntry, cases
+from op_harness import Case, NONZERO, OpEntry, POSITIVE, REAL, cases, grid, torch
 
 #: Small fixed shape pools (every new shape compiles kernels). Elementwise kernels do not
 #: care about rank, so unary ops use two shapes (one empty), a few also a 0-d tensor.
@@ -40,11 +40,6 @@ HYPOT_LARGE = st.one_of(st.floats(1.1, 2.0), st.floats(-2.0, -1.1))
 PROBABILITY = st.floats(0.05, 0.95)  # logit without eps
 #: logit with eps=0.1: inside (0.1, 0.9) and outside it, never at the clamping points.
 PROBABILITY_EPS = st.one_of(st.floats(0.01, 0.08), st.floats(0.12, 0.88), st.floats(0.92, 0.99))
-
-
-def grid(shapes, param_list=({},)):
-    """Every shape with every parameter set."""
-    return cases(*(Case(s, dict(p)) for p in param_list for s in shapes))
 
 
 # -- fgraph calls and pure-JAX references that need a name --------------------------------------------
@@ -169,17 +164,6 @@ TABLE = [
 #: Entries whose op has no second derivative in PyTorch: none.
 FIRST_ORDER_ONLY: dict = {}
 
-
-class _LazyTorch:
-    """``torch.<name>`` resolved at call time: the oracle is optional and slow to import."""
-
-    def __getattr__(self, name):
-        import torch
-
-        return getattr(torch, name)
-
-
-torch = _LazyTorch()
 
 #: The PyTorch oracle, with the entries' call signatures.
 TORCH = {

@@ -13,16 +13,12 @@ import jax.numpy as jnp
 import jax.scipy.special as jsp
 
 import fgraph.nn.functional as F
-from op_harness import GRID_B, NONZERO, REAL, Case, OpEntry, cases
+from op_harness import Case, GRID_B, NONZERO, OpEntry, REAL, TF, cases, grid
 
 WIDE2 = GRID_B.map(lambda v: 2 * v)  # at least 0.3 from every integer, in [-3.7, 4.7]
 WIDE4 = GRID_B.map(lambda v: 4 * v)  # at least 0.6 from every even integer, in [-7.4, 9.4]
 
 SHAPES = [((2, 3),), ((),), ((3, 0),)]
-
-
-def grid(shapes, param_list=({},)):
-    return cases(*(Case(s, dict(p)) for p in param_list for s in shapes))
 
 
 def _softplus_ref(x, beta=1.0, threshold=20.0):
@@ -103,18 +99,6 @@ TABLE = [
 
 #: Entries whose op has no second derivative in PyTorch: none.
 FIRST_ORDER_ONLY: dict = {}
-
-
-class _LazyTorchF:
-    """``torch.nn.functional.<name>`` resolved at call time: the oracle is optional and slow to import."""
-
-    def __getattr__(self, name):
-        import torch.nn.functional as TF
-
-        return getattr(TF, name)
-
-
-TF = _LazyTorchF()
 
 
 def _torch_dtype(dtype):

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import fgraph.nn.functional as F
-from op_harness import GRID_A, GRID_B, NONZERO, REAL, Case, OpEntry, cases
+from op_harness import Case, GRID_A, GRID_B, NONZERO, OpEntry, REAL, TF, cases
 
 _KEY = jax.random.PRNGKey(42)
 
@@ -142,18 +142,6 @@ TABLE = [
 
 #: Entries whose op has no second derivative in PyTorch: none.
 FIRST_ORDER_ONLY: dict = {}
-
-
-class _LazyTorchF:
-    """``torch.nn.functional.<name>`` resolved at call time: the oracle is optional and slow to import."""
-
-    def __getattr__(self, name):
-        import torch.nn.functional as TF
-
-        return getattr(TF, name)
-
-
-TF = _LazyTorchF()
 
 
 def _torch_index(idx):

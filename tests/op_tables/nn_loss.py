@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import fgraph.nn.functional as F
-from op_harness import GRID_A, GRID_B, POSITIVE, REAL, Case, OpEntry, cases
+from op_harness import Case, GRID_A, GRID_B, OpEntry, POSITIVE, REAL, TF, cases
 
 PROB = st.floats(0.05, 0.95)
 CLASS_WEIGHT = np.array([0.5, 1.0, 2.0, 1.5], np.float32)
@@ -265,18 +265,6 @@ TABLE = [
 
 #: Entries whose op has no second derivative in PyTorch: none.
 FIRST_ORDER_ONLY: dict = {}
-
-
-class _LazyTorchF:
-    """``torch.nn.functional.<name>`` resolved at call time: the oracle is optional and slow to import."""
-
-    def __getattr__(self, name):
-        import torch.nn.functional as TF
-
-        return getattr(TF, name)
-
-
-TF = _LazyTorchF()
 
 
 def _t(c, dtype=None):

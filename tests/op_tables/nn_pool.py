@@ -12,7 +12,6 @@ import math
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 import fgraph.nn.functional as F
 from op_harness import REAL, Case, OpEntry, cases

@@ -7,14 +7,10 @@ tests/test_elementwise_math_semantics.py. No op here is first-order only.
 import jax.numpy as jnp
 
 import fgraph as fg
-from op_harness import REAL, Case, OpEntry, cases
+from op_harness import OpEntry, REAL, grid, torch
 
 UNARY_LIST = [((2, 3),), ((3, 0),)]  # small fixed pool: each new shape compiles kernels
 UNARY_0D_LIST = [((),), ((2, 3),), ((3, 0),)]
-
-
-def grid(shapes, param_list=({},)):
-    return cases(*(Case(s, dict(p)) for p in param_list for s in shapes))
 
 
 def round_decimals(x, *, decimals):
@@ -48,17 +44,6 @@ TABLE = [
 #: Entries whose op has no second derivative in PyTorch: none.
 FIRST_ORDER_ONLY: dict = {}
 
-
-class _LazyTorch:
-    """``torch.<name>`` resolved at call time: the oracle is optional and slow to import."""
-
-    def __getattr__(self, name):
-        import torch
-
-        return getattr(torch, name)
-
-
-torch = _LazyTorch()
 
 #: The PyTorch oracle, with the entries' call signatures.
 TORCH = {

@@ -4,21 +4,16 @@ The reference's second derivatives go through JAX's own rules (``digamma' = poly
 ``polygamma(n)' = polygamma(n + 1)``), fgraph's through its ``polygamma`` primitive.
 No op here is first-order only.
 """
-import jax.numpy as jnp
 import jax.scipy.special as jsp
 from hypothesis import strategies as st
 
 import fgraph as fg
-from op_harness import POSITIVE, REAL, Case, OpEntry, cases
+from op_harness import OpEntry, POSITIVE, REAL, grid, torch
 
 UNARY_LIST = [((2, 3),), ((3, 0),)]  # small fixed pool: each new shape compiles kernels
 UNARY_0D_LIST = [((),), ((2, 3),), ((3, 0),)]
 #: Away from the poles of gamma at 0, -1, -2, ...
 GAMMA_DOMAIN = st.one_of(st.floats(0.25, 3.0), st.floats(-0.8, -0.2), st.floats(-2.8, -2.2))
-
-
-def grid(shapes, param_list=({},)):
-    return cases(*(Case(s, dict(p)) for p in param_list for s in shapes))
 
 
 def polygamma(x, *, n):
@@ -48,17 +43,6 @@ TABLE = [
 #: Entries whose op has no second derivative in PyTorch: none.
 FIRST_ORDER_ONLY: dict = {}
 
-
-class _LazyTorch:
-    """``torch.<name>`` resolved at call time: the oracle is optional and slow to import."""
-
-    def __getattr__(self, name):
-        import torch
-
-        return getattr(torch, name)
-
-
-torch = _LazyTorch()
 
 #: The PyTorch oracle, with the entries' call signatures.
 TORCH = {

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import fgraph as fg
-from op_harness import GRID_A, GRID_B, NONZERO, POSITIVE, REAL, Case, OpEntry, cases, shape_cases
+from op_harness import Case, GRID_A, GRID_B, NONZERO, OpEntry, POSITIVE, REAL, cases, shape_cases, torch
 
 # -- shape pools ----------------------------------------------------------------------------------
 UNARY = [(2, 3), (), (3, 0)]
@@ -317,16 +317,6 @@ TABLE: list[OpEntry] = [
 
 
 # -- the PyTorch oracle ----------------------------------------------------------------------------------
-class _LazyTorch:
-    """``torch.<name>`` resolved at call time: the oracle is optional and slow to import."""
-
-    def __getattr__(self, name):
-        import torch
-
-        return getattr(torch, name)
-
-
-torch = _LazyTorch()
 
 _SCALAR_OPS = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "pow": "pow"}
 
