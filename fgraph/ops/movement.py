@@ -31,7 +31,7 @@ from fgraph.errors import OpError
 from fgraph.ops._declare import apply_op, apply_unary, declare
 from fgraph.ops.indexing import getitem
 from fgraph.ops.reduction import sum as _sum
-from fgraph.ops.shape import _dim, _shape_args, cat, expand, flatten, permute, reshape, transpose, unsqueeze
+from fgraph.ops.shape import _check_join, _dim, _shape_args, cat, expand, flatten, permute, reshape, transpose, unsqueeze
 from fgraph.tensor import Tensor, tensor
 
 Dims = Union[int, Sequence[int]]
@@ -235,16 +235,6 @@ def atleast_3d(*tensors: Any) -> Any:
     return _atleast(tensors, 3)
 
 
-def _stack_inputs(tensors: Sequence[Tensor], op: str) -> tuple:
-    tensors = tuple(tensors)
-    if not tensors:
-        raise OpError(f"{op}: expected a non-empty sequence of tensors.")
-    for i, x in enumerate(tensors):
-        if not isinstance(x, Tensor):
-            raise OpError(f"{op}: element {i} is a {type(x).__name__}, expected a Tensor.")
-    return tensors
-
-
 def hstack(tensors: Sequence[Tensor]) -> Tensor:
     """Concatenate horizontally: along dim 0 for 1-d tensors, else along dim 1.
 
@@ -253,7 +243,7 @@ def hstack(tensors: Sequence[Tensor]) -> Tensor:
         >>> fg.hstack([fg.ones(2, 1), fg.zeros(2, 3)]).shape
         (2, 4)
     """
-    tensors = _atleast(_stack_inputs(tensors, "hstack"), 1)
+    tensors = _atleast(_check_join(tensors, "hstack"), 1)
     return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
 
 
@@ -265,7 +255,7 @@ def vstack(tensors: Sequence[Tensor]) -> Tensor:
         >>> fg.vstack([fg.ones(3), fg.zeros(2, 3)]).shape
         (3, 3)
     """
-    return cat(_atleast(_stack_inputs(tensors, "vstack"), 2), 0)
+    return cat(_atleast(_check_join(tensors, "vstack"), 2), 0)
 
 
 row_stack = vstack
@@ -279,7 +269,7 @@ def dstack(tensors: Sequence[Tensor]) -> Tensor:
         >>> fg.dstack([fg.ones(2, 3), fg.zeros(2, 3)]).shape
         (2, 3, 2)
     """
-    return cat(_atleast(_stack_inputs(tensors, "dstack"), 3), 2)
+    return cat(_atleast(_check_join(tensors, "dstack"), 3), 2)
 
 
 def column_stack(tensors: Sequence[Tensor]) -> Tensor:
@@ -290,7 +280,7 @@ def column_stack(tensors: Sequence[Tensor]) -> Tensor:
         >>> fg.column_stack([fg.ones(3), fg.zeros(3, 2)]).shape
         (3, 3)
     """
-    tensors = _stack_inputs(tensors, "column_stack")
+    tensors = _check_join(tensors, "column_stack")
     return hstack([reshape(t, (t.numel(), 1)) if t.ndim <= 1 else t for t in tensors])
 
 

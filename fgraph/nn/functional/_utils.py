@@ -12,7 +12,7 @@ Example:
 from __future__ import annotations
 
 import warnings
-from typing import Any, Optional
+from typing import Any, Optional, Sequence, Union
 
 import jax
 import jax.numpy as jnp
@@ -25,6 +25,21 @@ from fgraph.tensor import Tensor
 __all__: list[str] = []
 
 REDUCTIONS = ("none", "mean", "sum")
+
+
+IntOrTuple = Union[int, Sequence[int]]
+
+
+def int_tuple(v: IntOrTuple, n: int, op: str, name: str) -> tuple[int, ...]:
+    """``v`` as ``n`` ints (an int or a 1-tuple is repeated), or a clear error naming ``op`` and ``name``."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        return (v,) * n
+    t = tuple(v)
+    if len(t) == 1:
+        t = t * n
+    if len(t) != n or not all(isinstance(i, int) and not isinstance(i, bool) for i in t):
+        raise OpError(f"{op}: '{name}' must be an int or a tuple of {n} ints, got {v!r}.")
+    return t
 
 
 def is_traced(t: Any) -> bool:

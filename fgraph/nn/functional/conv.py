@@ -17,11 +17,11 @@ Example:
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence, Union
+from typing import Optional, Union
 
 from fgraph.errors import OpError
 from fgraph.nn.functional._conv_primitive import conv_general
-from fgraph.nn.functional._utils import check_float, check_tensor
+from fgraph.nn.functional._utils import IntOrTuple, check_float, check_tensor, int_tuple
 from fgraph.ops.elementwise import add
 from fgraph.ops.movement import flip
 from fgraph.ops.shape import permute, reshape, squeeze, unsqueeze
@@ -31,18 +31,6 @@ __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
 
 TENSOR_METHODS: dict = {}
 
-IntOrTuple = Union[int, Sequence[int]]
-
-
-def _tuple(v: IntOrTuple, n: int, op: str, name: str) -> tuple[int, ...]:
-    if isinstance(v, int) and not isinstance(v, bool):
-        return (v,) * n
-    t = tuple(v)
-    if len(t) == 1:
-        t = t * n
-    if len(t) != n or not all(isinstance(i, int) and not isinstance(i, bool) for i in t):
-        raise OpError(f"{op}: '{name}' must be an int or a tuple of {n} ints, got {v!r}.")
-    return t
 
 
 def _std_spec(n: int):
@@ -77,8 +65,8 @@ def _add_bias(out: Tensor, bias: Optional[Tensor], channels: int, n: int, op: st
 def _conv(op: str, n: int, input: Tensor, weight: Tensor, bias: Optional[Tensor], stride: IntOrTuple,
           padding: Union[str, IntOrTuple], dilation: IntOrTuple, groups: int) -> Tensor:
     x, unbatched = _prepare(op, input, weight, n)
-    stride = _tuple(stride, n, op, "stride")
-    dilation = _tuple(dilation, n, op, "dilation")
+    stride = int_tuple(stride, n, op, "stride")
+    dilation = int_tuple(dilation, n, op, "dilation")
     if any(s <= 0 for s in stride) or any(d <= 0 for d in dilation):
         raise OpError(f"{op}: stride {stride} and dilation {dilation} must be positive.")
     c_in, c_out = x.shape[1], weight.shape[0]
@@ -106,7 +94,7 @@ def _conv(op: str, n: int, input: Tensor, weight: Tensor, bias: Optional[Tensor]
         else:
             raise OpError(f"{op}: padding must be 'valid', 'same', an int or a tuple, got {padding!r}.")
     else:
-        p = _tuple(padding, n, op, "padding")
+        p = int_tuple(padding, n, op, "padding")
         if any(v < 0 for v in p):
             raise OpError(f"{op}: padding {p} must be non-negative.")
         pads = tuple((v, v) for v in p)
@@ -126,10 +114,10 @@ def _conv(op: str, n: int, input: Tensor, weight: Tensor, bias: Optional[Tensor]
 def _conv_transpose(op: str, n: int, input: Tensor, weight: Tensor, bias: Optional[Tensor], stride: IntOrTuple,
                     padding: IntOrTuple, output_padding: IntOrTuple, groups: int, dilation: IntOrTuple) -> Tensor:
     x, unbatched = _prepare(op, input, weight, n)
-    stride = _tuple(stride, n, op, "stride")
-    dilation = _tuple(dilation, n, op, "dilation")
-    pad = _tuple(padding, n, op, "padding")
-    out_pad = _tuple(output_padding, n, op, "output_padding")
+    stride = int_tuple(stride, n, op, "stride")
+    dilation = int_tuple(dilation, n, op, "dilation")
+    pad = int_tuple(padding, n, op, "padding")
+    out_pad = int_tuple(output_padding, n, op, "output_padding")
     if any(s <= 0 for s in stride) or any(d <= 0 for d in dilation) or any(v < 0 for v in pad + out_pad):
         raise OpError(f"{op}: stride {stride}/dilation {dilation} must be positive, padding {pad} and "
                       f"output_padding {out_pad} non-negative.")

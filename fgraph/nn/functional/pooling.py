@@ -16,8 +16,7 @@ Example:
 """
 from __future__ import annotations
 
-import math
-from typing import Optional, Sequence, Union
+from typing import Optional
 
 import jax.numpy as jnp
 import numpy as np
@@ -25,7 +24,7 @@ import numpy as np
 from fgraph.errors import OpError
 from fgraph.nn.functional._conv_primitive import conv_general
 from fgraph.nn.functional._pool_primitives import take_last, window_argmax
-from fgraph.nn.functional._utils import check_float
+from fgraph.nn.functional._utils import IntOrTuple, check_float, int_tuple
 from fgraph.ops.elementwise import mul
 from fgraph.ops.linalg import matmul
 from fgraph.ops.shape import reshape, squeeze, unsqueeze
@@ -44,18 +43,6 @@ __all__ = [
 
 TENSOR_METHODS: dict = {}
 
-IntOrTuple = Union[int, Sequence[int]]
-
-
-def _tuple(v, n: int, op: str, name: str) -> tuple[int, ...]:
-    if isinstance(v, int) and not isinstance(v, bool):
-        return (v,) * n
-    t = tuple(v)
-    if len(t) == 1:
-        t = t * n
-    if len(t) != n or not all(isinstance(i, int) and not isinstance(i, bool) for i in t):
-        raise OpError(f"{op}: '{name}' must be an int or a tuple of {n} ints, got {v!r}.")
-    return t
 
 
 def _batched(op: str, input: Tensor, n: int) -> tuple[Tensor, bool]:
@@ -86,10 +73,10 @@ def _out_size(op, L, k, s, p, d, ceil_mode):
 
 
 def _pool_args(op, n, kernel_size, stride, padding, dilation):
-    k = _tuple(kernel_size, n, op, "kernel_size")
-    s = k if stride is None or (not isinstance(stride, int) and len(tuple(stride)) == 0) else _tuple(stride, n, op, "stride")
-    p = _tuple(padding, n, op, "padding")
-    d = _tuple(dilation, n, op, "dilation")
+    k = int_tuple(kernel_size, n, op, "kernel_size")
+    s = k if stride is None or (not isinstance(stride, int) and len(tuple(stride)) == 0) else int_tuple(stride, n, op, "stride")
+    p = int_tuple(padding, n, op, "padding")
+    d = int_tuple(dilation, n, op, "dilation")
     if any(v <= 0 for v in k + s + d) or any(v < 0 for v in p):
         raise OpError(f"{op}: kernel_size {k}, stride {s}, dilation {d} must be positive and padding {p} non-negative.")
     if any(pp > kk // 2 for pp, kk in zip(p, k)):
