@@ -67,7 +67,7 @@ def _to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     for arg in args:
         if isinstance(arg, Tensor):
             dtype = arg.dtype
-        elif isinstance(arg, jax.Device) or (isinstance(arg, str) and arg.split(":")[0] in _PLATFORMS):
+        elif is_device(arg):
             device = arg
         else:
             dtype = arg
@@ -78,14 +78,24 @@ def _to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
 _PLATFORMS = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu", "tpu": "tpu"}
 
 
-def _to_device(t: Tensor, device: Any) -> Tensor:
+def resolve_device(device: Any) -> Any:
+    """A ``jax.Device`` from a device or a platform name (``'cpu'``, ``'gpu:1'``, ``'cuda'``)."""
     if isinstance(device, str):
         platform, _, index = device.partition(":")
         try:
-            device = jax.devices(_PLATFORMS[platform])[int(index or 0)]
-        except (RuntimeError, IndexError):
+            return jax.devices(_PLATFORMS[platform])[int(index or 0)]
+        except (RuntimeError, IndexError, KeyError, ValueError):
             raise RuntimeError(f"to: no {device!r} device is available (JAX sees {jax.devices()}).") from None
-    return _rewrap(jax.device_put(t.data, device), t._edge)
+    return device
+
+
+def is_device(arg: Any) -> bool:
+    """Whether ``arg`` names a device (a ``jax.Device`` or a platform name) rather than a dtype."""
+    return isinstance(arg, jax.Device) or (isinstance(arg, str) and arg.split(":")[0] in _PLATFORMS)
+
+
+def _to_device(t: Tensor, device: Any) -> Tensor:
+    return _rewrap(jax.device_put(t.data, resolve_device(device)), t._edge)
 
 
 def _caster(dtype: str):

@@ -168,6 +168,26 @@ class Tensor:
 
     __hash__ = object.__hash__  # identity, so tensors work as dict keys (see Gradients)
 
+    # -- copying -----------------------------------------------------------------------
+    def __copy__(self) -> "Tensor":
+        return self  # immutable: a shallow copy is the record itself
+
+    def __deepcopy__(self, memo: dict) -> "Tensor":
+        """A new leaf of the same type, data and ``requires_grad`` (its own ``AccumulateGrad``).
+
+        As in PyTorch, only leaves can be deep-copied: ``copy.deepcopy(model)`` gives a
+        model whose parameters are new leaves, independent of the original's.
+        """
+        if self.grad_fn is not None:
+            raise RuntimeError(
+                "deepcopy: only tensors created by the user (graph leaves) support deepcopy; "
+                "call .detach() first to copy the values of a computed tensor."
+            )
+        out = _new_object(type(self))
+        _init_leaf(out, self.data, self._edge is not None)
+        memo[id(self)] = out
+        return out
+
     # -- hooks -------------------------------------------------------------------------
     def register_hook(self, fn: Callable[["Tensor"], Optional["Tensor"]]) -> RemovableHandle:
         """Register ``fn(grad)`` to run when the gradient for this tensor is computed.

@@ -86,20 +86,24 @@ def get_gradient_edge(tensor: "Tensor") -> GradientEdge:
 class RemovableHandle:
     """Returned by every hook registration; ``remove()`` unregisters the hook.
 
-    Also a context manager that removes the hook on exit.
+    ``extra`` are dicts that hold flags for the hook under the same id (a Module's
+    ``with_kwargs``/``always_call`` marks); ``remove()`` clears those too. Also a
+    context manager that removes the hook on exit.
     """
 
-    __slots__ = ("_hooks_ref", "id")
+    __slots__ = ("_hooks_ref", "_extra_refs", "id")
     _next_id = itertools.count()
 
-    def __init__(self, hooks: dict) -> None:
+    def __init__(self, hooks: dict, extra: Sequence[dict] = ()) -> None:
         self._hooks_ref = weakref.ref(hooks)
+        self._extra_refs = tuple(weakref.ref(d) for d in extra)  # per-hook flags kept beside the hooks
         self.id = next(RemovableHandle._next_id)
 
     def remove(self) -> None:
-        hooks = self._hooks_ref()
-        if hooks is not None:
-            hooks.pop(self.id, None)
+        for ref in (self._hooks_ref,) + self._extra_refs:
+            hooks = ref()
+            if hooks is not None:
+                hooks.pop(self.id, None)
 
     def __enter__(self) -> "RemovableHandle":
         return self

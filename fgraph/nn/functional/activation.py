@@ -35,6 +35,7 @@ import jax.scipy.special as jsp
 from fgraph.errors import OpError
 from fgraph.nn.functional._utils import check_float, check_tensor, dim_index, no_inplace
 from fgraph.ops._declare import apply_unary, declare
+from fgraph.ops.shape import reshape
 from fgraph.ops.elementwise import (
     exp,
     gt,
@@ -483,7 +484,30 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     return mul(narrow(input, d, 0, half), sigmoid(narrow(input, d, half, half)))
 
 
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """``input`` where positive, else ``weight * input``; ``weight`` has 1 or ``input.shape[1]`` (channels) entries.
+
+    Example:
+        >>> import fgraph as fg
+        >>> import fgraph.nn.functional as F
+        >>> F.prelu(fg.tensor([[-2.0, 3.0]]), fg.tensor([0.25])).tolist()
+        [[-0.5, 3.0]]
+    """
+    check_float(input, "prelu")
+    check_float(weight, "prelu", "weight")
+    n = weight.numel()
+    channels = input.shape[1] if input.ndim >= 2 else 1
+    if weight.ndim > 1 or n not in (1, channels):
+        raise OpError(
+            f"prelu: weight of shape {tuple(weight.shape)} must hold 1 value or one per channel "
+            f"(input.shape[1] = {channels}) for an input of shape {tuple(input.shape)}."
+        )
+    if n > 1:
+        weight = reshape(weight, (n,) + (1,) * (input.ndim - 2))
+    return where(gt(input, 0), input, mul(weight, input))
+
+
 #: Exported as ``fgraph.nn.functional.<name>``.
-__all__ = ["relu", "relu6", "leaky_relu", "elu", "selu", "celu", "gelu", "silu", "mish", "softplus", "softsign", "hardtanh", "hardsigmoid", "hardswish", "logsigmoid", "softmax", "log_softmax", "glu"]
+__all__ = ["prelu", "relu", "relu6", "leaky_relu", "elu", "selu", "celu", "gelu", "silu", "mish", "softplus", "softsign", "hardtanh", "hardsigmoid", "hardswish", "logsigmoid", "softmax", "log_softmax", "glu"]
 #: Tensor methods PyTorch has for these (installed only for modules in ``fgraph.ops.FAMILIES``).
 TENSOR_METHODS = {"softmax": softmax, "log_softmax": log_softmax}

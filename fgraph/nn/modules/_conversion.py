@@ -1,0 +1,51 @@
+"""``Module.to(...)``: parse PyTorch's argument forms into one array conversion."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+
+from fgraph._dtypes import canonical_dtype
+from fgraph._methods import is_device, resolve_device
+from fgraph.tensor import Tensor
+
+__all__ = ["converter"]
+
+
+def converter(args: tuple, kwargs: dict) -> Callable[[Any], Any]:
+    """``fn(array) -> array`` for ``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(tensor)``.
+
+    The dtype applies to floating point and complex arrays only, as in PyTorch.
+    """
+    dtype = kwargs.pop("dtype", None)
+    device = kwargs.pop("device", None)
+    kwargs.pop("non_blocking", None)
+    if kwargs:
+        raise TypeError(f"Module.to: unexpected arguments {sorted(kwargs)}")
+    for arg in args:
+        if isinstance(arg, Tensor):
+            dtype = arg.dtype
+            device = arg.device
+        elif is_device(arg):
+            device = arg
+        else:
+            dtype = arg
+    if dtype is not None:
+        dtype = canonical_dtype(dtype, "Module.to")
+        if not jnp.issubdtype(dtype, jnp.inexact):
+            raise TypeError(
+                f"Module.to only accepts floating point or complex dtypes, but got desired dtype={dtype}; "
+                "integer buffers keep their dtype."
+            )
+    device = None if device is None else resolve_device(device)
+
+    def convert(array: Any) -> Any:
+        out = array
+        if dtype is not None and jnp.issubdtype(array.dtype, jnp.inexact) and array.dtype != dtype:
+            out = out.astype(dtype)
+        if device is not None and getattr(out, "devices", None) is not None and device not in out.devices():
+            out = jax.device_put(out, device)
+        return out
+
+    return convert

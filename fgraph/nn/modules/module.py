@@ -1,0 +1,755 @@
+"""``Module``: PyTorch's ``nn.Module`` over immutable fgraph tensors.
+
+A Module registers :class:`~fgraph.nn.Parameter`\\ s, buffers and submodules when
+they are assigned as attributes, and calls ``forward`` through PyTorch's call
+path (``__call__``):
+
+* no hook registered on the module or globally: ``forward`` is called directly
+  (the fast path);
+* otherwise: global then module forward pre-hooks (may replace the arguments),
+  full backward hooks set up around ``forward``, ``forward``, global then module
+  forward hooks (may replace the output; ``always_call`` hooks run even when
+  ``forward`` raises).
+
+Parameters are immutable leaves: whatever changes them (an optimizer step,
+``load_state_dict``, ``to``, ``requires_grad_``) makes new Parameters and rebinds
+them on every module that holds the old ones, so tied parameters stay tied.
+Gradients are returned by ``fg.backward``/``fg.grad``, never stored, so there is
+no ``zero_grad``.
+
+Example:
+    >>> import fgraph as fg
+    >>> from fgraph import nn
+    >>> class MLP(nn.Module):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.fc1 = nn.Linear(3, 4)
+    ...         self.fc2 = nn.Linear(4, 1)
+    ...     def forward(self, x):
+    ...         return self.fc2(fg.relu(self.fc1(x)))
+    >>> model = MLP()
+    >>> [name for name, _ in model.named_parameters()]
+    ['fc1.weight', 'fc1.bias', 'fc2.weight', 'fc2.bias']
+    >>> grads = model(fg.ones(2, 3)).sum().backward()
+    >>> grads[model.fc1.weight].shape
+    (4, 3)
+"""
+from __future__ import annotations
+
+from collections import OrderedDict, namedtuple
+from typing import Any, Callable, Iterator, Mapping, Optional, TypeVar
+
+import jax
+import numpy as np
+
+from fgraph.autograd.graph import RemovableHandle
+from fgraph.nn.modules._backward_hook import BackwardHook
+from fgraph.nn.modules._pytree import register as register_pytree
+from fgraph.nn.parameter import Buffer, Parameter, _make_parameter, rebind, track, untrack
+from fgraph.tensor import Tensor, _wrap
+
+__all__ = [
+    "Module",
+    "register_module_forward_pre_hook",
+    "register_module_forward_hook",
+    "register_module_full_backward_pre_hook",
+    "register_module_full_backward_hook",
+]
+
+T = TypeVar("T", bound="Module")
+
+# -- global hooks: run for every module, before the module's own ----------------------------------
+_global_forward_pre_hooks: "OrderedDict[int, Callable]" = OrderedDict()
+_global_forward_hooks: "OrderedDict[int, Callable]" = OrderedDict()
+_global_forward_hooks_with_kwargs: "OrderedDict[int, bool]" = OrderedDict()
+_global_forward_hooks_always_called: "OrderedDict[int, bool]" = OrderedDict()
+_global_backward_pre_hooks: "OrderedDict[int, Callable]" = OrderedDict()
+_global_backward_hooks: "OrderedDict[int, Callable]" = OrderedDict()
+
+
+def register_module_forward_pre_hook(hook: Callable[["Module", tuple], Any]) -> RemovableHandle:
+    """``hook(module, args) -> None | new args`` before every module's ``forward`` (before its own pre-hooks).
+
+    Example:
+        >>> import fgraph as fg
+        >>> seen = []
+        >>> h = fg.nn.modules.module.register_module_forward_pre_hook(lambda m, a: seen.append(type(m).__name__))
+        >>> _ = fg.nn.ReLU()(fg.ones(1)); h.remove()
+        >>> seen
+        ['ReLU']
+    """
+    handle = RemovableHandle(_global_forward_pre_hooks)
+    _global_forward_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_module_forward_hook(hook: Callable[..., Any], *, with_kwargs: bool = False,
+                                 always_call: bool = False) -> RemovableHandle:
+    """``hook(module, args, output) -> None | new output`` after every module's ``forward``.
+
+    ``with_kwargs=True``: ``hook(module, args, kwargs, output)``. ``always_call=True``:
+    also runs when ``forward`` raises.
+    """
+    handle = RemovableHandle(_global_forward_hooks,
+                             extra=(_global_forward_hooks_with_kwargs, _global_forward_hooks_always_called))
+    _global_forward_hooks[handle.id] = hook
+    if with_kwargs:
+        _global_forward_hooks_with_kwargs[handle.id] = True
+    if always_call:
+        _global_forward_hooks_always_called[handle.id] = True
+    return handle
+
+
+def register_module_full_backward_pre_hook(hook: Callable[["Module", tuple], Any]) -> RemovableHandle:
+    """``hook(module, grad_output) -> None | new grad_output`` for every module, before its own."""
+    handle = RemovableHandle(_global_backward_pre_hooks)
+    _global_backward_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_module_full_backward_hook(hook: Callable[["Module", tuple, tuple], Any]) -> RemovableHandle:
+    """``hook(module, grad_input, grad_output) -> None | new grad_input`` for every module, before its own."""
+    handle = RemovableHandle(_global_backward_hooks)
+    _global_backward_hooks[handle.id] = hook
+    return handle
+
+
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """What ``load_state_dict`` returns: the keys it missed and the keys it did not expect."""
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+    __str__ = __repr__
+
+
+def _add_hook(hooks: OrderedDict, hook: Callable, prepend: bool, extra: tuple = ()) -> RemovableHandle:
+    handle = RemovableHandle(hooks, extra=extra)
+    hooks[handle.id] = hook
+    if prepend:
+        hooks.move_to_end(handle.id, last=False)
+    return handle
+
+
+_HOOK_DICTS = (
+    "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks", "_forward_hooks_with_kwargs",
+    "_forward_hooks_always_called", "_backward_pre_hooks", "_backward_hooks", "_state_dict_pre_hooks",
+    "_state_dict_hooks", "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks",
+)
+
+
+class Module:
+    """Base class of every layer and model (``torch.nn.Module``).
+
+    Subclass it, call ``super().__init__()`` first, assign parameters, buffers and
+    submodules as attributes, and define ``forward``. See the module docstring.
+    """
+
+    training: bool
+    _parameters: dict
+    _buffers: dict
+    _modules: dict
+    call_super_init: bool = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if args or kwargs:
+            raise TypeError(
+                f"{type(self).__name__}.__init__() got unexpected arguments; Module.__init__ takes none "
+                "(call super().__init__() with no arguments)."
+            )
+        setter = object.__setattr__
+        setter(self, "training", True)
+        setter(self, "_parameters", {})
+        setter(self, "_buffers", {})
+        setter(self, "_non_persistent_buffers_set", set())
+        setter(self, "_modules", {})
+        for name in _HOOK_DICTS:
+            setter(self, name, OrderedDict())
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        register_pytree(cls)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """The computation; every subclass defines it. Call the module, not ``forward``, so hooks run."""
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
+
+    # -- the call path ---------------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if (self._forward_pre_hooks or self._forward_hooks or self._backward_pre_hooks or self._backward_hooks
+                or _global_forward_pre_hooks or _global_forward_hooks or _global_backward_pre_hooks
+                or _global_backward_hooks):
+            return self._call_impl(args, kwargs)
+        return self.forward(*args, **kwargs)
+
+    def _call_impl(self, args: tuple, kwargs: dict) -> Any:
+        """The slow path: forward pre-hooks, backward hook set-up, forward, forward hooks."""
+        result = None
+        called_always = set()
+        try:
+            for hook_id, hook in (*_global_forward_pre_hooks.items(), *self._forward_pre_hooks.items()):
+                if hook_id in self._forward_pre_hooks_with_kwargs:
+                    new = hook(self, args, kwargs)
+                    if new is not None:
+                        if not (isinstance(new, tuple) and len(new) == 2):
+                            raise RuntimeError(
+                                f"forward pre-hook must return None or a tuple of (new_args, new_kwargs), but got {new}."
+                            )
+                        args, kwargs = new
+                else:
+                    new = hook(self, args)
+                    if new is not None:
+                        args = new if isinstance(new, tuple) else (new,)
+            backward_pre = [*_global_backward_pre_hooks.values(), *self._backward_pre_hooks.values()]
+            backward = [*_global_backward_hooks.values(), *self._backward_hooks.values()]
+            bw_hook = None
+            if backward or backward_pre:
+                bw_hook = BackwardHook(self, backward, backward_pre)
+                args = bw_hook.setup_input_hook(args)
+            result = self.forward(*args, **kwargs)
+            for hook_id, hook in (*_global_forward_hooks.items(), *self._forward_hooks.items()):
+                if hook_id in self._forward_hooks_always_called or hook_id in _global_forward_hooks_always_called:
+                    called_always.add(hook_id)
+                if hook_id in self._forward_hooks_with_kwargs or hook_id in _global_forward_hooks_with_kwargs:
+                    new = hook(self, args, kwargs, result)
+                else:
+                    new = hook(self, args, result)
+                if new is not None:
+                    result = new
+            if bw_hook is not None:
+                result = bw_hook.setup_output_hook(result)
+            return result
+        except Exception:
+            self._run_always_called_hooks(args, kwargs, result, called_always)
+            raise
+
+    def _run_always_called_hooks(self, args: tuple, kwargs: dict, result: Any, called: set) -> None:
+        """After ``forward`` (or a hook) raised: the ``always_call`` forward hooks not run yet."""
+        import warnings
+
+        pending = [(i, h) for i, h in _global_forward_hooks.items() if i in _global_forward_hooks_always_called]
+        pending += [(i, h) for i, h in self._forward_hooks.items() if i in self._forward_hooks_always_called]
+        for hook_id, hook in pending:
+            if hook_id in called:
+                continue
+            try:
+                if hook_id in self._forward_hooks_with_kwargs or hook_id in _global_forward_hooks_with_kwargs:
+                    new = hook(self, args, kwargs, result)
+                else:
+                    new = hook(self, args, result)
+                if new is not None:
+                    result = new
+            except Exception as exc:  # the error from forward is the one to report
+                warnings.warn(
+                    f"module forward hook with always_call=True raised an exception that was silenced as another "
+                    f"error was raised in forward: {exc}",
+                    stacklevel=3,
+                )
+
+    # -- hooks -----------------------------------------------------------------------------------
+    def register_forward_pre_hook(self, hook: Callable[..., Any], *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> RemovableHandle:
+        """``hook(module, args) -> None | new args`` (or ``hook(module, args, kwargs) -> None | (args, kwargs)``
+        with ``with_kwargs=True``) before ``forward``. ``prepend`` runs it before the others.
+
+        Example:
+            >>> import fgraph as fg
+            >>> relu = fg.nn.ReLU()
+            >>> h = relu.register_forward_pre_hook(lambda m, args: (args[0] - 1.0,))
+            >>> relu(fg.tensor([0.5, 3.0])).tolist()
+            [0.0, 2.0]
+        """
+        extra = (self._forward_pre_hooks_with_kwargs,)
+        handle = _add_hook(self._forward_pre_hooks, hook, prepend, extra)
+        if with_kwargs:
+            self._forward_pre_hooks_with_kwargs[handle.id] = True
+        return handle
+
+    def register_forward_hook(self, hook: Callable[..., Any], *, prepend: bool = False, with_kwargs: bool = False,
+                              always_call: bool = False) -> RemovableHandle:
+        """``hook(module, args, output) -> None | new output`` after ``forward``.
+
+        ``with_kwargs=True``: ``hook(module, args, kwargs, output)``. ``always_call=True``:
+        also runs when ``forward`` raises (the error is re-raised afterwards).
+
+        Example:
+            >>> import fgraph as fg
+            >>> relu, acts = fg.nn.ReLU(), []
+            >>> h = relu.register_forward_hook(lambda m, args, out: acts.append(out.tolist()))
+            >>> _ = relu(fg.tensor([-1.0, 2.0])); h.remove(); _ = relu(fg.tensor([1.0]))
+            >>> acts
+            [[0.0, 2.0]]
+        """
+        extra = (self._forward_hooks_with_kwargs, self._forward_hooks_always_called)
+        handle = _add_hook(self._forward_hooks, hook, prepend, extra)
+        if with_kwargs:
+            self._forward_hooks_with_kwargs[handle.id] = True
+        if always_call:
+            self._forward_hooks_always_called[handle.id] = True
+        return handle
+
+    def register_full_backward_pre_hook(self, hook: Callable[["Module", tuple], Any],
+                                        prepend: bool = False) -> RemovableHandle:
+        """``hook(module, grad_output) -> None | new grad_output`` when the gradients of the outputs are known.
+
+        ``grad_output`` has one entry per output (``None`` for non-tensor outputs and
+        outputs that got no gradient). The returned tuple replaces it for the rest of
+        the backward pass through the module.
+        """
+        return _add_hook(self._backward_pre_hooks, hook, prepend)
+
+    def register_full_backward_hook(self, hook: Callable[["Module", tuple, tuple], Any],
+                                    prepend: bool = False) -> RemovableHandle:
+        """``hook(module, grad_input, grad_output) -> None | new grad_input``, once per backward pass.
+
+        ``grad_input`` has one entry per positional argument of the call (``None`` for
+        non-tensors and inputs that need no gradient), ``grad_output`` one per output.
+        A returned tuple replaces ``grad_input`` in the gradients that flow on.
+
+        Example:
+            >>> import fgraph as fg
+            >>> lin, seen = fg.nn.Linear(2, 1), []
+            >>> h = lin.register_full_backward_hook(lambda m, gi, go: seen.append((gi[0].shape, go[0].shape)))
+            >>> x = fg.ones(3, 2, requires_grad=True)
+            >>> _ = fg.backward(lin(x).sum())
+            >>> seen
+            [((3, 2), (3, 1))]
+        """
+        return _add_hook(self._backward_hooks, hook, prepend)
+
+    def register_backward_hook(self, hook: Callable) -> RemovableHandle:
+        """Not supported (deprecated in PyTorch): use :meth:`register_full_backward_hook`."""
+        raise NotImplementedError(
+            "register_backward_hook (PyTorch's deprecated non-full hook) is not supported; use "
+            "register_full_backward_hook(hook), which gets gradients w.r.t. the module's inputs and outputs."
+        )
+
+    def register_state_dict_pre_hook(self, hook: Callable[["Module", str, bool], None]) -> RemovableHandle:
+        """``hook(module, prefix, keep_vars)`` before ``state_dict`` collects this module's entries."""
+        return _add_hook(self._state_dict_pre_hooks, hook, False)
+
+    def register_state_dict_post_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        """``hook(module, state_dict, prefix, local_metadata) -> None | new state_dict`` after ``state_dict``."""
+        return _add_hook(self._state_dict_hooks, hook, False)
+
+    def register_load_state_dict_pre_hook(self, hook: Callable[..., None]) -> RemovableHandle:
+        """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)``
+        before this module loads its entries (it may edit ``state_dict``)."""
+        return _add_hook(self._load_state_dict_pre_hooks, hook, False)
+
+    def register_load_state_dict_post_hook(self, hook: Callable[["Module", Any], None]) -> RemovableHandle:
+        """``hook(module, incompatible_keys)`` after ``load_state_dict`` (it may edit the key lists)."""
+        return _add_hook(self._load_state_dict_post_hooks, hook, False)
+
+    # -- registration ----------------------------------------------------------------------------
+    def register_parameter(self, name: str, param: Optional[Parameter]) -> None:
+        """Add a parameter (or ``None``: a declared but absent parameter, like ``bias=False``)."""
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign parameter before Module.__init__() call")
+        _check_name(name, "parameter")
+        if hasattr(self, name) and name not in self._parameters:
+            raise KeyError(f"attribute '{name}' already exists")
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(
+                f"cannot assign '{type(param).__name__}' object to parameter '{name}' (fgraph.nn.Parameter or None "
+                "required); wrap it: fg.nn.Parameter(tensor)."
+            )
+        old = self._parameters.get(name)
+        if isinstance(old, Parameter):
+            untrack(old, self, name)
+        self._parameters[name] = param
+        if param is not None:
+            track(param, self, name)
+
+    def register_buffer(self, name: str, tensor: Optional[Tensor], persistent: bool = True) -> None:
+        """Add a buffer: a tensor that is state but not a parameter (running statistics).
+
+        ``persistent=False`` leaves it out of ``state_dict``. Reassigning the attribute
+        (``self.running_mean = new``) rebinds the buffer.
+        """
+        if "_buffers" not in self.__dict__:
+            raise AttributeError("cannot assign buffer before Module.__init__() call")
+        _check_name(name, "buffer")
+        if hasattr(self, name) and name not in self._buffers:
+            raise KeyError(f"attribute '{name}' already exists")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(
+                f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' (fgraph Tensor or None required)"
+            )
+        self._buffers[name] = _wrap(tensor.data) if isinstance(tensor, Buffer) else tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
+
+    def add_module(self, name: str, module: Optional["Module"]) -> None:
+        """Add a child module (``None`` keeps the name with no module)."""
+        if not isinstance(module, Module) and module is not None:
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        _check_name(name, "module")
+        if hasattr(self, name) and name not in self._modules:
+            raise KeyError(f"attribute '{name}' already exists")
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        d = self.__dict__
+        params = d.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            _remove_from(name, d, self._buffers, self._modules, self._non_persistent_buffers_set)
+            self.register_parameter(name, value)
+        elif params is not None and name in params:
+            if value is not None:
+                raise TypeError(
+                    f"cannot assign '{type(value).__name__}' as parameter '{name}' (fgraph.nn.Parameter or None "
+                    "expected); wrap the tensor: fg.nn.Parameter(value)."
+                )
+            self.register_parameter(name, None)
+        elif isinstance(value, Module):
+            if params is None:
+                raise AttributeError("cannot assign module before Module.__init__() call")
+            self._drop_parameter(name)
+            _remove_from(name, d, self._buffers, self._non_persistent_buffers_set)
+            self._modules[name] = value
+        elif params is not None and name in self._modules:
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' (Module or None expected)")
+            self._modules[name] = None
+        elif isinstance(value, Buffer) or (params is not None and name in self._buffers):
+            if params is None:
+                raise AttributeError("cannot assign buffer before Module.__init__() call")
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' (fgraph Tensor or None expected)")
+            persistent = value.persistent if isinstance(value, Buffer) else name not in self._non_persistent_buffers_set
+            self._drop_parameter(name)
+            _remove_from(name, d, self._modules)
+            self.register_buffer(name, value, persistent)
+        else:
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name: str) -> Any:
+        d = self.__dict__
+        for table in ("_parameters", "_buffers", "_modules"):
+            entries = d.get(table)
+            if entries is not None and name in entries:
+                return entries[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def _drop_parameter(self, name: str) -> None:
+        old = self._parameters.pop(name, None)
+        if isinstance(old, Parameter):
+            untrack(old, self, name)
+
+    def __delattr__(self, name: str) -> None:
+        if name in self._parameters:
+            self._drop_parameter(name)
+        elif name in self._buffers:
+            del self._buffers[name]
+            self._non_persistent_buffers_set.discard(name)
+        elif name in self._modules:
+            del self._modules[name]
+        else:
+            object.__delattr__(self, name)
+
+    def __dir__(self) -> list[str]:
+        keys = set(dir(type(self))) | set(self.__dict__) | set(self._parameters) | set(self._buffers)
+        keys |= set(self._modules)
+        return sorted(k for k in keys if not k[0].isdigit())
+
+    def __setstate__(self, state: dict) -> None:
+        """Restore from ``copy``/``deepcopy``: the copied parameters learn their new owner."""
+        self.__dict__.update(state)
+        for name, p in self._parameters.items():
+            if isinstance(p, Parameter):
+                track(p, self, name)
+
+    # -- iteration -------------------------------------------------------------------------------
+    def named_modules(self, memo: Optional[set] = None, prefix: str = "",
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, "Module"]]:
+        """``(name, module)`` for this module and every submodule, depth first (PyTorch's order).
+
+        A module reachable twice is listed once unless ``remove_duplicate=False``.
+        """
+        seen = set() if memo is None else memo
+        stack: list = [(prefix, self)]
+        while stack:
+            name, module = stack.pop()
+            if remove_duplicate:
+                if module in seen:
+                    continue
+                seen.add(module)
+            yield name, module
+            children = [(name + ("." if name else "") + k, m) for k, m in module._modules.items() if m is not None]
+            stack.extend(reversed(children))
+
+    def modules(self) -> Iterator["Module"]:
+        """This module and every submodule (each once)."""
+        for _, module in self.named_modules():
+            yield module
+
+    def named_children(self) -> Iterator[tuple[str, "Module"]]:
+        """``(name, module)`` for the direct submodules (each once)."""
+        seen = set()
+        for name, module in self._modules.items():
+            if module is not None and module not in seen:
+                seen.add(module)
+                yield name, module
+
+    def children(self) -> Iterator["Module"]:
+        """The direct submodules."""
+        for _, module in self.named_children():
+            yield module
+
+    def _named_members(self, table: str, prefix: str, recurse: bool,
+                       remove_duplicate: bool) -> Iterator[tuple[str, Tensor]]:
+        seen: set = set()
+        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
+        for module_prefix, module in modules:
+            for name, value in getattr(module, table).items():
+                if value is None or id(value) in seen:
+                    continue
+                if remove_duplicate:
+                    seen.add(id(value))
+                yield module_prefix + ("." if module_prefix else "") + name, value
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True,
+                         remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
+        """``(name, parameter)`` in PyTorch's order; a tied parameter is listed once (first name)."""
+        return self._named_members("_parameters", prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        """The parameters, each once (what an optimizer takes)."""
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True,
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
+        """``(name, buffer)`` in PyTorch's order (persistent or not)."""
+        return self._named_members("_buffers", prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        """The buffers, each once."""
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    def get_submodule(self, target: str) -> "Module":
+        """The submodule at a dotted path (``"encoder.layers.0"``); ``""`` is this module."""
+        if target == "":
+            return self
+        module: Module = self
+        for item in target.split("."):
+            if item not in module._modules:
+                raise AttributeError(f"{type(module).__name__} has no attribute `{item}` (looking up {target!r})")
+            module = module._modules[item]
+            if not isinstance(module, Module):
+                raise AttributeError(f"`{item}` is not an nn.Module (looking up {target!r})")
+        return module
+
+    def get_parameter(self, target: str) -> Parameter:
+        """The parameter at a dotted path (``"fc1.weight"``)."""
+        return self._get_member(target, "_parameters", "nn.Parameter")
+
+    def get_buffer(self, target: str) -> Tensor:
+        """The buffer at a dotted path (``"bn.running_mean"``)."""
+        return self._get_member(target, "_buffers", "buffer")
+
+    def _get_member(self, target: str, table: str, what: str) -> Any:
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        entries = getattr(module, table)
+        if name not in entries:
+            raise AttributeError(f"{type(module).__name__} has no {what} `{name}` (looking up {target!r})")
+        return entries[name]
+
+    # -- modes and conversions --------------------------------------------------------------------
+    def train(self: T, mode: bool = True) -> T:
+        """Set training mode on this module and every submodule (dropout, batch norm). Returns ``self``."""
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        object.__setattr__(self, "training", mode)
+        for module in self.children():
+            module.train(mode)
+        return self
+
+    def eval(self: T) -> T:
+        """``train(False)``."""
+        return self.train(False)
+
+    def requires_grad_(self: T, requires_grad: bool = True) -> T:
+        """Rebind every parameter as one with ``requires_grad`` (``False`` freezes: no gradient). Returns ``self``.
+
+        Example:
+            >>> import fgraph as fg
+            >>> lin = fg.nn.Linear(2, 2).requires_grad_(False)
+            >>> [p.requires_grad for p in lin.parameters()]
+            [False, False]
+        """
+        if not isinstance(requires_grad, bool):
+            raise TypeError(f"requires_grad_: expected a bool, got {type(requires_grad).__name__}")
+        rebind({p: _make_parameter(p.data, requires_grad)
+                for p in self.parameters() if p.requires_grad != requires_grad})
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Not needed in fgraph: gradients are returned by ``backward``, never stored on parameters."""
+        raise RuntimeError(
+            "zero_grad: fgraph has no .grad to zero. Gradients are returned, not accumulated: "
+            "`grads = loss.backward()` (or fg.backward(loss)) gives fresh gradients every step, read them as "
+            "grads[param] and pass them on with opt.step(grads). Delete the zero_grad() call."
+        )
+
+    def apply(self: T, fn: Callable[["Module"], None]) -> T:
+        """Call ``fn`` on every submodule, then on this module (children first). Returns ``self``."""
+        for module in self.children():
+            module.apply(fn)
+        fn(self)
+        return self
+
+    def to(self: T, *args: Any, **kwargs: Any) -> T:
+        """Move and/or cast parameters and buffers: ``to(dtype)``, ``to(device)``, ``to(device, dtype)``,
+        ``to(tensor)``. A dtype applies to floating point and complex tensors only. Returns ``self``.
+
+        Example:
+            >>> import fgraph as fg, jax
+            >>> jax.config.update("jax_enable_x64", True)
+            >>> fg.nn.Linear(2, 2).to(fg.float64).weight.dtype
+            dtype('float64')
+        """
+        from fgraph.nn.modules._conversion import converter
+
+        return self._apply(converter(args, kwargs))
+
+    def float(self: T) -> T:
+        """Cast floating point parameters and buffers to float32."""
+        return self.to(np.float32)
+
+    def double(self: T) -> T:
+        """Cast floating point parameters and buffers to float64."""
+        return self.to(np.float64)
+
+    def half(self: T) -> T:
+        """Cast floating point parameters and buffers to float16."""
+        return self.to(np.float16)
+
+    def bfloat16(self: T) -> T:
+        """Cast floating point parameters and buffers to bfloat16."""
+        return self.to(jax.numpy.bfloat16)
+
+    def cpu(self: T) -> T:
+        """Move parameters and buffers to the CPU."""
+        return self.to("cpu")
+
+    def cuda(self: T, device: Optional[int] = None) -> T:
+        """Move parameters and buffers to a GPU (``jax.devices('gpu')[device or 0]``)."""
+        return self.to(f"gpu:{device or 0}")
+
+    def _apply(self: T, fn: Callable[[Any], Any]) -> T:
+        """Rebind every parameter and buffer to ``fn(array)`` (parameters keep ``requires_grad`` and ties)."""
+        new_params = {}
+        for p in self.parameters():
+            data = fn(p.data)
+            if data is not p.data:
+                new_params[p] = _make_parameter(data, p.requires_grad)
+        rebind(new_params)
+        done: dict = {}
+        for module in self.modules():
+            for name, b in module._buffers.items():
+                if b is None:
+                    continue
+                if id(b) not in done:
+                    data = fn(b.data)
+                    done[id(b)] = b if data is b.data else _wrap(data)
+                module._buffers[name] = done[id(b)]
+        return self
+
+    # -- state dict ---------------------------------------------------------------------------------
+    def state_dict(self, *, destination: Optional[dict] = None, prefix: str = "",
+                   keep_vars: bool = False) -> "OrderedDict[str, Tensor]":
+        """Parameters and persistent buffers by dotted name, in PyTorch's order (tied entries under each name).
+
+        Values are detached tensors sharing the arrays (``keep_vars=True``: the
+        Parameters themselves). Save it with ``fg.save``.
+
+        Example:
+            >>> import fgraph as fg
+            >>> list(fg.nn.Linear(2, 3).state_dict())
+            ['weight', 'bias']
+        """
+        from fgraph.nn.modules._state_dict import state_dict
+
+        return state_dict(self, destination, prefix, keep_vars)
+
+    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True,
+                        assign: bool = False) -> _IncompatibleKeys:
+        """Rebind parameters and buffers to the values in ``state_dict``; return ``(missing_keys, unexpected_keys)``.
+
+        Values may be fgraph Tensors, ``jax.Array``s, NumPy arrays or PyTorch tensors;
+        they are cast to each parameter's dtype (``assign=True`` keeps theirs). A shape
+        mismatch always raises; with ``strict=True`` (default) missing or unexpected
+        keys raise too, each named in the message.
+
+        Example:
+            >>> import fgraph as fg
+            >>> a, b = fg.nn.Linear(2, 2), fg.nn.Linear(2, 2)
+            >>> b.load_state_dict(a.state_dict())
+            <All keys matched successfully>
+            >>> b.weight.tolist() == a.weight.tolist()
+            True
+        """
+        from fgraph.nn.modules._state_dict import load_state_dict
+
+        return load_state_dict(self, state_dict, strict, assign)
+
+    # -- printing --------------------------------------------------------------------------------
+    def extra_repr(self) -> str:
+        """The module's own settings for ``repr`` (``in_features=3, out_features=4, bias=True``)."""
+        return ""
+
+    def _get_name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = [f"({key}): " + _indent(repr(module), 2) for key, module in self._modules.items()]
+        lines = extra_lines + child_lines
+        body = ""
+        if lines:
+            if len(extra_lines) == 1 and not child_lines:
+                body = extra_lines[0]
+            else:
+                body = "\n  " + "\n  ".join(lines) + "\n"
+        return f"{self._get_name()}({body})"
+
+
+def _indent(text: str, spaces: int) -> str:
+    lines = text.split("\n")
+    if len(lines) == 1:
+        return text
+    return lines[0] + "\n" + "\n".join(" " * spaces + line for line in lines[1:])
+
+
+def _check_name(name: Any, what: str) -> None:
+    if not isinstance(name, str):
+        raise TypeError(f"{what} name should be a string. Got {type(name).__name__}")
+    if name == "":
+        raise KeyError(f'{what} name can\'t be empty string ""')
+    if "." in name:
+        raise KeyError(f'{what} name can\'t contain ".", got: {name}')
+
+
+def _remove_from(name: str, *tables: Any) -> None:
+    for table in tables:
+        if name in table:
+            if isinstance(table, dict):
+                del table[name]
+            else:
+                table.discard(name)
+
+
+register_pytree(Module)

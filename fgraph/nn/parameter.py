@@ -1,0 +1,169 @@
+"""``Parameter`` and ``Buffer``: the tensors a :class:`~fgraph.nn.Module` registers.
+
+A :class:`Parameter` is an immutable leaf tensor that requires grad by default.
+Because it is immutable, a module's parameter is never changed in place: an
+optimizer step, ``load_state_dict``, ``requires_grad_``, ``to`` or an ``nn.init``
+function makes a new Parameter and *rebinds* it on every module that holds the
+old one (:func:`rebind`), so tied parameters stay tied.
+
+Each Parameter remembers which ``(module, name)`` slots hold it (weakly); that is
+how :func:`rebind` finds the modules from the parameter alone, the way
+``opt = Adam(model.parameters())`` needs.
+
+Example:
+    >>> import fgraph as fg
+    >>> from fgraph.nn import Linear, Parameter
+    >>> from fgraph.nn.parameter import rebind
+    >>> layer = Linear(2, 1)
+    >>> old = layer.bias
+    >>> new = rebind({old: fg.zeros(1)})[old]
+    >>> layer.bias is new, isinstance(new, Parameter), new.requires_grad
+    (True, True, True)
+"""
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional
+
+from fgraph.tensor import Tensor, _init_leaf, _new_object, _to_array
+
+if TYPE_CHECKING:
+    from fgraph.nn.modules.module import Module
+
+__all__ = ["Parameter", "Buffer", "rebind", "owners"]
+
+
+class Parameter(Tensor):
+    """A leaf tensor that a Module registers as a parameter (``requires_grad=True`` by default).
+
+    ``Parameter(data)`` accepts what :func:`fgraph.tensor` accepts; a computed
+    tensor is detached. Like every Tensor it is immutable.
+
+    Example:
+        >>> import fgraph as fg
+        >>> p = fg.nn.Parameter(fg.ones(2))
+        >>> p.requires_grad, p.is_leaf
+        (True, True)
+    """
+
+    __slots__ = ("_owners",)
+
+    def __init__(self, data: Any = None, requires_grad: bool = True) -> None:
+        if data is None:
+            data = _to_array([], None, "Parameter")
+        array = data.data if isinstance(data, Tensor) else _to_array(data, None, "Parameter")
+        _init_leaf(self, array, requires_grad)
+        _set_owners(self, [])
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Parameter":
+        """A new Parameter with the same data and the given ``requires_grad`` (not rebound anywhere)."""
+        return _make_parameter(self.data, requires_grad)
+
+    def __deepcopy__(self, memo: dict) -> "Parameter":
+        out = _make_parameter(self.data, self._edge is not None)
+        memo[id(self)] = out
+        return out
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + super().__repr__()
+
+
+_set_owners = Parameter.__dict__["_owners"].__set__
+
+
+def _make_parameter(data: Any, requires_grad: bool) -> Parameter:
+    p = _new_object(Parameter)
+    _init_leaf(p, data, requires_grad)
+    _set_owners(p, [])
+    return p
+
+
+class Buffer(Tensor):
+    """Marks a tensor to register as a buffer when assigned to a Module attribute (``torch.nn.Buffer``).
+
+    ``module.stats = Buffer(fg.zeros(3), persistent=False)`` is
+    ``module.register_buffer("stats", fg.zeros(3), persistent=False)``; the module
+    stores a plain tensor.
+
+    Example:
+        >>> import fgraph as fg
+        >>> m = fg.nn.Module()
+        >>> m.count = fg.nn.Buffer(fg.zeros(()))
+        >>> [name for name, _ in m.named_buffers()]
+        ['count']
+    """
+
+    __slots__ = ("persistent",)
+
+    def __init__(self, data: Any, *, persistent: bool = True) -> None:
+        array = data.data if isinstance(data, Tensor) else _to_array(data, None, "Buffer")
+        _init_leaf(self, array, False)
+        Buffer.__dict__["persistent"].__set__(self, bool(persistent))
+
+
+# -- who holds a parameter ------------------------------------------------------------------------
+def track(param: Parameter, module: "Module", name: str) -> None:
+    """Record that ``module._parameters[name]`` holds ``param``."""
+    param._owners.append((weakref.ref(module), name))
+
+
+def untrack(param: Parameter, module: "Module", name: str) -> None:
+    """Forget that ``module._parameters[name]`` holds ``param`` (and drop dead owners)."""
+    param._owners[:] = [(ref, n) for ref, n in param._owners if ref() is not None and not (ref() is module and n == name)]
+
+
+def owners(param: Parameter) -> list[tuple["Module", str]]:
+    """The ``(module, name)`` slots that hold ``param`` now.
+
+    Example:
+        >>> import fgraph as fg
+        >>> lin = fg.nn.Linear(2, 2)
+        >>> [(type(m).__name__, n) for m, n in fg.nn.parameter.owners(lin.weight)]
+        [('Linear', 'weight')]
+    """
+    return list(_live_owners(param))
+
+
+def _live_owners(param: Parameter) -> Iterator[tuple["Module", str]]:
+    for ref, name in tuple(param._owners):
+        module = ref()
+        if module is not None and module._parameters.get(name) is param:
+            yield module, name
+
+
+def rebind(mapping: Mapping[Tensor, Any]) -> dict[Tensor, Parameter]:
+    """Replace parameters by new values on every module that holds them.
+
+    ``mapping`` maps an old :class:`Parameter` to its new value: a Parameter, a
+    Tensor or an array (made into a Parameter with the old one's
+    ``requires_grad``). Every module slot holding the old parameter gets the same
+    new Parameter, so tied parameters stay tied. Returns ``{old: new Parameter}``.
+    This is what optimizers, ``load_state_dict`` and ``nn.init`` use.
+
+    Example:
+        >>> import fgraph as fg
+        >>> a = fg.nn.Linear(2, 2); b = fg.nn.Linear(2, 2)
+        >>> b.weight = a.weight                    # tied
+        >>> new = fg.nn.parameter.rebind({a.weight: fg.zeros(2, 2)})
+        >>> a.weight is b.weight, a.weight.tolist()
+        (True, [[0.0, 0.0], [0.0, 0.0]])
+    """
+    result: dict = {}
+    for old, value in mapping.items():
+        new = as_parameter(value, old)
+        result[old] = new
+        if isinstance(old, Parameter):
+            for module, name in list(_live_owners(old)):
+                module._parameters[name] = new
+                untrack(old, module, name)
+                track(new, module, name)
+    return result
+
+
+def as_parameter(value: Any, like: Optional[Tensor] = None) -> Parameter:
+    """``value`` as a Parameter; a non-Parameter takes ``like``'s ``requires_grad`` (default True)."""
+    if isinstance(value, Parameter):
+        return value
+    requires_grad = True if like is None else like.requires_grad
+    array = value.data if isinstance(value, Tensor) else _to_array(value, None, "Parameter")
+    return _make_parameter(array, requires_grad)

@@ -1,0 +1,1 @@
+"""``fgraph.nn.utils``: gradient clipping and parameter/vector conversion (being written)."""
