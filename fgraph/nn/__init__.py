@@ -6,7 +6,7 @@ Example:
     >>> model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
     >>> grads = model(fg.ones(2, 4)).sum().backward()
     >>> sorted(grads[p].shape for p in model.parameters())
-    [(1,), (1, 8), (8,), (8,), (8, 4)]
+    [(1,), (1, 8), (8,), (8, 4)]
 """
 from fgraph.nn import functional, init, parameter
 from fgraph.nn.modules import *  # noqa: F401,F403

@@ -6,8 +6,8 @@ immutable, so there is nothing to overwrite); the result is the same.
 Example:
     >>> import fgraph as fg
     >>> from fgraph import nn
-    >>> nn.LeakyReLU(0.2)(fg.tensor([-1.0, 1.0])).tolist()
-    [-0.2, 1.0]
+    >>> nn.LeakyReLU(0.25)(fg.tensor([-1.0, 1.0])).tolist()
+    [-0.25, 1.0]
     >>> nn.Softmax(dim=-1)
     Softmax(dim=-1)
 """
