@@ -62,9 +62,18 @@ class Tensor:
         _init_leaf(self, array, requires_grad)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(
-            f"Tensor is immutable: cannot assign '{name}'. Ops return new tensors; "
-            "use detach(), requires_grad_(), or an op to make a new record."
+        raise AttributeError(f"Tensor is immutable: cannot assign '{name}'. " + _ASSIGN_HINTS.get(
+            name, "Ops return new tensors; use detach(), requires_grad_(), or an op to make a new record."))
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached when normal lookup fails, never on the hot path: point PyTorch habits to the fgraph way.
+        raise AttributeError(_missing_attribute(type(self), name), name=name, obj=self)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        raise TypeError(
+            "Tensor does not support item assignment (x[...] = v): fgraph tensors are immutable. Make a new "
+            "tensor and rebind the name: x = x.index_put((fg.tensor([i]),), v) (also fg.index_put; "
+            "accumulate=True for x[...] += v), x = fg.where(mask, v, x) or x = x.masked_fill(mask, v)."
         )
 
     def __delattr__(self, name: str) -> None:
@@ -308,6 +317,9 @@ def _to_array(data: Any, dtype: Optional[np.dtype], op: str) -> jax.Array:
         return data if dtype is None else data.astype(dtype)
     if isinstance(data, np.ndarray) or np.isscalar(data):
         host = np.asarray(data)
+    elif _is_torch_tensor(data):
+        array = _array_from_torch(data)  # keeps torch's dtype (float64, bfloat16...), as for NumPy input
+        return array if dtype is None else array.astype(dtype)
     else:
         try:
             host = np.asarray(_unwrap_nested(data))
@@ -318,6 +330,95 @@ def _to_array(data: Any, dtype: Optional[np.dtype], op: str) -> jax.Array:
     if host.dtype.kind == "O":
         raise TypeError(f"{op}: cannot make a tensor from objects of type {type(data).__name__}.")
     return jnp.asarray(host, dtype=dtype)
+
+
+def _is_torch_tensor(obj: Any) -> bool:
+    """Whether ``obj`` is a ``torch.Tensor`` (or a subclass), checked by type without importing torch."""
+    return any(c.__name__ == "Tensor" and c.__module__ == "torch" for c in type(obj).__mro__)
+
+
+def type_name(obj: Any) -> str:
+    """``obj``'s type for an error message; a torch.Tensor also says how to convert it."""
+    if _is_torch_tensor(obj):
+        return "torch.Tensor (convert it with interop.from_torch(t))"
+    return type(obj).__name__
+
+
+def _torch_message(op: str, what: str, obj: Any) -> str:
+    """The error for a torch.Tensor given to an fgraph op: name the conversion."""
+    return (
+        f"{op}: {what} is a torch.Tensor (shape {tuple(obj.shape)}, {obj.dtype}); fgraph ops take fgraph "
+        "Tensors. Convert it first with interop.from_torch(t) (`import interop`; it copies the values and keeps "
+        "the dtype, bfloat16 included), and back with interop.to_torch(x)."
+    )
+
+
+def _array_from_torch(t: Any) -> jax.Array:
+    """A JAX copy of a torch.Tensor's values, through DLPack (torch is not imported here).
+
+    The copy makes the result safe against later in-place changes of ``t``. A CPU
+    tensor goes through host memory so the array lands on JAX's default device,
+    like a NumPy array would. With JAX's x64 mode off, 64-bit dtypes become 32-bit.
+    """
+    t = t.detach().resolve_conj().resolve_neg()
+    if not t.is_contiguous():
+        t = t.contiguous()  # DLPack export to JAX needs compact strides
+    if t.device.type != "cpu":
+        try:
+            return jnp.array(jax.dlpack.from_dlpack(t), copy=True)
+        except (RuntimeError, TypeError, ValueError, BufferError):  # no JAX backend for that device
+            t = t.cpu()
+    return jnp.array(np.asarray(jax.dlpack.from_dlpack(t)), copy=True)
+
+
+_ASSIGN_HINTS = {
+    "data": "Make a new tensor instead (x = fg.tensor(values)). For a module's parameter assign a new one "
+            "(module.weight = fg.nn.Parameter(new)), or use module.load_state_dict(...) or "
+            "fgraph.nn.parameter.rebind({old: new}), which update every module holding it.",
+    "requires_grad": "x = x.requires_grad_() returns a new leaf that requires grad (x.detach() one that does "
+                     "not); for a module's parameters call module.requires_grad_(False).",
+    "grad": "fgraph does not store gradients on tensors: they are returned (grads = loss.backward(); grads[x]) "
+            "and passed on (opt.step(grads)).",
+    "grad_fn": "It is set by the op that made the tensor; x.detach() gives a new leaf.",
+}
+_ASSIGN_HINTS["output_nr"] = _ASSIGN_HINTS["is_leaf"] = _ASSIGN_HINTS["grad_fn"]
+
+_GRADIENTS_RETURNED = ("fgraph tensors do not store gradients: backward returns them. Write "
+                       "grads = loss.backward(); grads[x]  (or (gx,) = fg.grad(loss, [x])); this works for "
+                       "non-leaf tensors too, no retain_grad() needed.")
+_ATTRIBUTE_HINTS = {
+    "grad": _GRADIENTS_RETURNED, "retain_grad": _GRADIENTS_RETURNED, "retains_grad": _GRADIENTS_RETURNED,
+    "zero_": "fgraph tensors are immutable; write x = fg.zeros_like(x).",
+    "fill_": "fgraph tensors are immutable; write x = fg.full_like(x, value).",
+    "copy_": "fgraph tensors are immutable; rebind the name (x = src.to(x.dtype)); for a module's parameter "
+             "use module.load_state_dict(...) or fgraph.nn.parameter.rebind({param: src}).",
+    "detach_": "fgraph tensors are immutable; write x = x.detach().",
+    "normal_": "fgraph tensors are immutable; write x = fg.nn.init.normal_(x, mean, std) (it returns the new "
+               "tensor and rebinds a module's parameter) or x = fg.randn_like(x).",
+    "uniform_": "fgraph tensors are immutable; write x = fg.nn.init.uniform_(x, a, b) (it returns the new "
+                "tensor and rebinds a module's parameter) or x = fg.rand_like(x).",
+    "cuda": "write x.to('cuda') (or x.to('gpu')).",
+    "cpu": "write x.to('cpu').",
+    "clone": "fgraph tensors are immutable, so a copy is never needed: use x itself (x.detach() for a new leaf).",
+}
+_OPERATOR_OF = {"add": "x + other", "sub": "x - other", "mul": "x * other", "div": "x / other",
+                "true_divide": "x / other", "pow": "x ** other", "matmul": "x @ other"}
+
+
+def _missing_attribute(cls: type, name: str) -> str:
+    """The AttributeError message for ``name``: a pointer for PyTorch habits (in-place ops, .grad...)."""
+    message = f"'{cls.__name__}' object has no attribute '{name}'"
+    hint = _ATTRIBUTE_HINTS.get(name)
+    if hint is None and name.endswith("_") and not name.startswith("_"):
+        base = name[:-1]
+        if callable(getattr(cls, base, None)):
+            hint = (f"fgraph tensors are immutable, there are no in-place ops: write x = x.{base}(...)"
+                    + (f" (or x = {_OPERATOR_OF[base]})" if base in _OPERATOR_OF else "")
+                    + "; the old tensor keeps its value. A module's parameters change by rebinding "
+                    "(opt.step(grads), nn.init.*_, load_state_dict).")
+        else:
+            hint = "fgraph tensors are immutable: there are no in-place methods (name_); use the out-of-place op."
+    return message if hint is None else f"{message}: {hint}"
 
 
 def _unwrap_nested(data: Any) -> Any:

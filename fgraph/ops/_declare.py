@@ -37,7 +37,7 @@ from fgraph.autograd.grad_mode import _GRAD_ENABLED
 from fgraph.autograd.saved_tensors import Packed, pack_saved, unpack_saved
 from fgraph.autograd.graph import Node, next_sequence_nr
 from fgraph.errors import OpError
-from fgraph.tensor import Tensor, _wrap, _wrap_output
+from fgraph.tensor import Tensor, _is_torch_tensor, _torch_message, _wrap, _wrap_output
 
 __all__ = ["OpDef", "RuleContext", "declare", "apply_op", "apply_unary", "registry"]
 
@@ -321,6 +321,9 @@ def _apply_record_extras(node: "OpNode") -> None:
 
 
 def _explain(op: OpDef, args: tuple, params: Any, exc: Exception) -> OpError:
+    for i, a in enumerate(args):
+        if _is_torch_tensor(a):
+            return OpError(_torch_message(op.name, f"argument {i}", a))
     described = ", ".join(_describe(a) for a in args)
     first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     hint = op.hint(args, params) if op.hint is not None else ""

@@ -20,7 +20,7 @@ import numpy as np
 
 from fgraph.errors import OpError
 from fgraph.ops.reduction import mean, sum
-from fgraph.tensor import Tensor
+from fgraph.tensor import Tensor, _is_torch_tensor, _torch_message
 
 __all__: list[str] = []
 
@@ -51,6 +51,8 @@ def is_traced(t: Any) -> bool:
 def check_tensor(x: Any, op: str, name: str = "input") -> Tensor:
     """``x`` itself if it is a Tensor, else a TypeError naming the op and the argument."""
     if not isinstance(x, Tensor):
+        if _is_torch_tensor(x):
+            raise TypeError(_torch_message(op, f"argument '{name}'", x))
         raise TypeError(f"{op}: argument '{name}' must be a Tensor, not {type(x).__name__}; wrap it with fg.tensor(...).")
     return x
 
