@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fgraph.errors import OpError
-from fgraph.tensor import Tensor
+from fgraph.tensor import Tensor, type_name
 
 __all__ = ["is_traced", "index_array", "check_bounds", "norm_dim", "check_tensor", "bool_mask", "hashable_scalar"]
 
@@ -38,7 +38,7 @@ def is_traced(x: Any) -> bool:
 def check_tensor(x: Any, op: str, what: str = "input") -> Tensor:
     """``x`` itself if it is a Tensor, else a ``TypeError`` naming the op and argument."""
     if not isinstance(x, Tensor):
-        raise TypeError(f"{op}: {what} must be a Tensor, got {type(x).__name__}; wrap it with fg.tensor(...).")
+        raise TypeError(f"{op}: {what} must be a Tensor, got {type_name(x)}; wrap it with fg.tensor(...).")
     return x
 
 
@@ -50,7 +50,7 @@ def index_array(index: Any, op: str, what: str = "index") -> jax.Array:
         data = jnp.asarray(index)
     else:
         raise TypeError(
-            f"{op}: {what} must be an integer Tensor (int32 or int64), got {type(index).__name__}; "
+            f"{op}: {what} must be an integer Tensor (int32 or int64), got {type_name(index)}; "
             f"wrap it with fg.tensor(..., dtype=fg.int64)."
         )
     if np.dtype(data.dtype) not in _INDEX_DTYPES:

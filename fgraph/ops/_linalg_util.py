@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fgraph.errors import OpError
-from fgraph.tensor import Tensor, _wrap
+from fgraph.tensor import Tensor, type_name, _wrap
 
 __all__ = ["check_tensor", "check_matrix", "check_same_dtype", "eye_like", "tril_mask", "diagonal", "diag_embed"]
 
@@ -29,7 +29,7 @@ _SUPPORTED = (np.dtype("float32"), np.dtype("float64"))
 def check_tensor(x: Any, op: str, name: str = "input") -> Tensor:
     """``x`` if it is a Tensor, else a TypeError naming ``op``."""
     if not isinstance(x, Tensor):
-        raise TypeError(f"{op}: {name} must be a Tensor, got {type(x).__name__}; wrap it with fg.tensor(...).")
+        raise TypeError(f"{op}: {name} must be a Tensor, got {type_name(x)}; wrap it with fg.tensor(...).")
     return x
 
 

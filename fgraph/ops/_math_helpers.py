@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fgraph.errors import OpError
-from fgraph.tensor import Tensor, _wrap
+from fgraph.tensor import Tensor, type_name, _wrap
 
 __all__ = [
     "to_floating", "floating_args", "float_unary", "operand_hint", "operands_hint", "zero_grads", "dtype_of",
@@ -106,7 +106,7 @@ def check_float_tensor(op: str, name: str, a: Any) -> None:
     """``a`` must be a floating-point Tensor (lerp's operands)."""
     if not isinstance(a, Tensor):
         raise OpError(
-            f"{op}: argument '{name}' must be a Tensor, got {type(a).__name__}; wrap it with fgraph.tensor(...)."
+            f"{op}: argument '{name}' must be a Tensor, got {type_name(a)}; wrap it with fgraph.tensor(...)."
         )
     dtype = a.data.dtype
     if dtype.kind != "f" and not jnp.issubdtype(dtype, jnp.floating):  # bfloat16's kind is 'V'

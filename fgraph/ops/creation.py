@@ -33,7 +33,7 @@ import numpy as np
 from fgraph._dtypes import canonical_dtype, default_float_dtype, x64_enabled
 from fgraph.errors import OpError
 from fgraph.ops._declare import apply_op, declare
-from fgraph.tensor import Tensor, _shape_arg, full, ones, tensor, zeros, zeros_like
+from fgraph.tensor import full, ones, Tensor, tensor, type_name, zeros, zeros_like, _shape_arg
 
 __all__ = ["empty", "empty_like", "linspace", "logspace", "eye"]
 
@@ -196,7 +196,7 @@ def eye(n: int, m: Optional[int] = None, *, dtype: Any = None, requires_grad: bo
 # -- Tensor.new_* -------------------------------------------------------------------------------------
 def _check_tensor(t: Any, op: str) -> None:
     if not isinstance(t, Tensor):
-        raise TypeError(f"{op}: expected a Tensor, got {type(t).__name__}.")
+        raise TypeError(f"{op}: expected a Tensor, got {type_name(t)}.")
 
 
 def new_tensor(self: Tensor, data: Any, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:

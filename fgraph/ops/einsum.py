@@ -39,7 +39,7 @@ import jax.numpy as jnp
 
 from fgraph.errors import OpError
 from fgraph.ops._declare import apply_op, declare
-from fgraph.tensor import Tensor, _wrap
+from fgraph.tensor import Tensor, type_name, _wrap
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _ORDER = {c: i for i, c in enumerate(sorted(_LETTERS))}  # implicit output order: A-Z then a-z, as torch
@@ -248,7 +248,7 @@ def einsum(equation: Any, *operands: Any) -> Tensor:
         raise _err("must provide at least one operand.")
     for i, x in enumerate(operands):
         if not isinstance(x, Tensor):
-            raise TypeError(f"einsum: operand {i} is a {type(x).__name__}, expected a Tensor.")
+            raise TypeError(f"einsum: operand {i} is a {type_name(x)}, expected a Tensor.")
     canonical = parse_equation(equation, tuple(x.shape for x in operands))
     return apply_op(EINSUM, tuple(operands), EINSUM.Params(canonical))
 

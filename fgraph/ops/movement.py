@@ -32,7 +32,7 @@ from fgraph.ops._declare import apply_op, apply_unary, declare
 from fgraph.ops.indexing import getitem
 from fgraph.ops.reduction import sum as _sum
 from fgraph.ops.shape import _check_join, _dim, _shape_args, cat, expand, flatten, permute, reshape, transpose, unsqueeze
-from fgraph.tensor import Tensor, tensor
+from fgraph.tensor import Tensor, tensor, type_name
 
 Dims = Union[int, Sequence[int]]
 
@@ -177,7 +177,7 @@ def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:
         tensors = tuple(tensors[0])
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):
-            raise OpError(f"broadcast_tensors: argument {i} is a {type(t).__name__}, expected a Tensor.")
+            raise OpError(f"broadcast_tensors: argument {i} is a {type_name(t)}, expected a Tensor.")
     shape = broadcast_shapes(*(t.shape for t in tensors))
     return tuple(expand(t, shape) for t in tensors)
 

@@ -36,7 +36,7 @@ import numpy as np
 
 from fgraph.errors import OpError
 from fgraph.ops._declare import apply_unary, declare
-from fgraph.tensor import Tensor
+from fgraph.tensor import Tensor, type_name
 
 _NAN = float("nan")  # one object, so that value=nan hits the same cached kernel every time
 _MODES = ("constant", "reflect", "replicate", "circular")
@@ -157,7 +157,7 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: Option
         (1, 3, 4)
     """
     if not isinstance(input, Tensor):
-        raise OpError(f"pad: input must be a Tensor, got {type(input).__name__}.")
+        raise OpError(f"pad: input must be a Tensor, got {type_name(input)}.")
     amounts = tuple(pad)
     if not all(isinstance(p, (int, np.integer)) and not isinstance(p, bool) for p in amounts):
         raise OpError(f"pad: pad must be a sequence of ints, got {amounts}.")

@@ -47,7 +47,7 @@ from fgraph.ops._declare import OpDef, apply_op, declare
 from fgraph.ops.creation import float_dtype, leaf, size_arg
 from fgraph.ops.elementwise import add, mul
 from fgraph.random import Generator, check_implicit_key, resolve_key
-from fgraph.tensor import Tensor
+from fgraph.tensor import Tensor, type_name
 
 __all__ = ["rand", "randn", "randint", "randperm", "normal", "bernoulli", "rand_like", "randn_like", "randint_like"]
 
@@ -108,7 +108,7 @@ def _default_int_dtype() -> np.dtype:
 
 def _check_tensor(t: Any, name: str, op: str) -> Tensor:
     if not isinstance(t, Tensor):
-        raise TypeError(f"{op}: {name} must be a Tensor, got {type(t).__name__}.")
+        raise TypeError(f"{op}: {name} must be a Tensor, got {type_name(t)}.")
     return t
 
 

@@ -28,7 +28,7 @@ import jax.numpy as jnp
 from fgraph._dtypes import canonical_dtype
 from fgraph.errors import OpError
 from fgraph.ops._declare import apply_op, apply_unary, declare
-from fgraph.tensor import Tensor
+from fgraph.tensor import Tensor, type_name
 
 Dim = Union[int, Sequence[int], None]
 
@@ -58,7 +58,7 @@ def normalize_dims(dim: Dim, ndim: int, op: str) -> tuple[int, ...]:
 def check_tensor(input: Any, op: str) -> None:
     """Raise a clear error when ``input`` is not a Tensor."""
     if not isinstance(input, Tensor):
-        raise OpError(f"{op}: expected a Tensor as input, got {type(input).__name__}; wrap it with fgraph.tensor(...).")
+        raise OpError(f"{op}: expected a Tensor as input, got {type_name(input)}; wrap it with fgraph.tensor(...).")
 
 
 def check_floating(input: Tensor, op: str) -> None:

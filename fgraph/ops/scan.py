@@ -31,7 +31,7 @@ from jax import lax
 from fgraph.errors import OpError
 from fgraph.ops._declare import apply_op, apply_unary, declare
 from fgraph.ops.reduction import accumulation_input
-from fgraph.tensor import Tensor
+from fgraph.tensor import Tensor, type_name
 
 __all__ = ["cumsum", "cumprod"]
 
@@ -39,7 +39,7 @@ __all__ = ["cumsum", "cumprod"]
 def _scan_dim(input: Tensor, dim: Any, op: str) -> int:
     """``dim`` as a non-negative axis (``0`` for a 0-d tensor, as in PyTorch)."""
     if not isinstance(input, Tensor):
-        raise OpError(f"{op}: expected a Tensor, got {type(input).__name__}; wrap it with fgraph.tensor(...).")
+        raise OpError(f"{op}: expected a Tensor, got {type_name(input)}; wrap it with fgraph.tensor(...).")
     if isinstance(dim, bool) or not isinstance(dim, int):
         raise OpError(f"{op}: dim must be an int, got {type(dim).__name__} {dim!r}; scan one dimension, "
                       f"e.g. {op}(x, dim=0).")

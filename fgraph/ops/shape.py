@@ -18,7 +18,7 @@ import jax.numpy as jnp
 
 from fgraph.errors import OpError
 from fgraph.ops._declare import apply_op, apply_unary, declare
-from fgraph.tensor import Tensor
+from fgraph.tensor import Tensor, type_name
 
 Shape = Union[int, Sequence[int]]
 
@@ -75,7 +75,7 @@ def reshape(input: Tensor, *shape: Any) -> Tensor:
             f"reshape: cannot reshape a tensor of shape {input.shape} ({size} elements) into {target} "
             f"({math.prod(target)} elements); the element counts must match."
         )
-    if target == input.shape:
+    if target == input.shape and isinstance(input, Tensor):
         return input
     return apply_unary(RESHAPE, input, RESHAPE.Params(target))
 
@@ -265,7 +265,7 @@ def _check_join(tensors: Sequence[Tensor], op: str) -> tuple:
         raise OpError(f"{op}: expected a non-empty sequence of tensors.")
     for i, x in enumerate(tensors):
         if not isinstance(x, Tensor):
-            raise OpError(f"{op}: element {i} is a {type(x).__name__}, expected a Tensor.")
+            raise OpError(f"{op}: element {i} is a {type_name(x)}, expected a Tensor.")
     return tensors
 
 
