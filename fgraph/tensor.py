@@ -238,9 +238,10 @@ class Tensor:
         if isinstance(self.data, jax.core.Tracer):
             body = f"Traced<{self.data.aval.str_short()}>"
         else:
-            body = np.array2string(
-                np.asarray(self.data), separator=", ", prefix="tensor(", precision=4, suppress_small=True
-            )
+            host = np.asarray(self.data)
+            if host.dtype.kind == "V" or host.dtype.name == "bfloat16":  # ml_dtypes: print via float32
+                host = host.astype(np.float32)
+            body = np.array2string(host, separator=", ", prefix="tensor(", precision=4, suppress_small=True)
         extras = []
         if self.data.dtype not in (np.dtype("float32"), np.dtype("int32"), np.dtype("bool")):
             extras.append(f"dtype={self.data.dtype}")
