@@ -54,6 +54,7 @@ from fgraph.ops.elementwise import (
     lt,
     minimum,
     ne,
+    sqrt,
     to_dtype,
     where,
 )
@@ -446,7 +447,54 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, marg
     return reduce_loss(clamp(d_pos + margin - d_neg, min=0.0), reduction, op)
 
 
+_COSINE_EPS = 1e-12  # PyTorch's EPSILON, added to both squared magnitudes
+
+
+def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
+                          size_average: Optional[bool] = None, reduce: Optional[bool] = None,
+                          reduction: str = "mean") -> Tensor:
+    """``1 - cos(x1, x2)`` where ``target == 1``, ``max(0, cos(x1, x2) - margin)`` where ``target == -1``
+    (other target values contribute 0).
+
+    ``input1``/``input2`` are ``(N, D)`` with ``target`` ``(N)``, or ``(D)`` with a 0-d ``target``;
+    the cosine is ``<x1, x2> / sqrt((|x1|^2 + 1e-12) (|x2|^2 + 1e-12))``, as in PyTorch.
+
+    Example:
+        >>> import fgraph as fg
+        >>> import fgraph.nn.functional as F
+        >>> x1, x2 = fg.tensor([[1.0, 0.0], [1.0, 0.0]]), fg.tensor([[0.0, 1.0], [1.0, 1.0]])
+        >>> [round(v, 4) for v in F.cosine_embedding_loss(x1, x2, fg.tensor([1, -1]), reduction="none").tolist()]
+        [1.0, 0.7071]
+    """
+    op = "cosine_embedding_loss"
+    check_float(input1, op, "input1")
+    check_float(input2, op, "input2")
+    check_tensor(target, op, "target")
+    reduction = check_reduction(legacy_reduction(size_average, reduce, reduction), op)
+    if target.ndim not in (0, 1):
+        raise OpError(f"{op}: 0D or 1D target tensor expected (one label per pair), got shape {tuple(target.shape)}.")
+    want = target.ndim + 1
+    if input1.ndim != want or input2.ndim != want:
+        raise OpError(
+            f"{op}: a {target.ndim}D target tensor expects {want}D input tensors, but found inputs with shapes "
+            f"{tuple(input1.shape)} and {tuple(input2.shape)}."
+        )
+    shape = broadcast_shape(op, input1, input2)
+    if target.ndim and target.shape[0] not in (1, shape[0]) and shape[0] != 1:
+        raise OpError(f"{op}: target of shape {tuple(target.shape)} needs one label per row of inputs {shape}.")
+    dim = target.ndim
+    prod = _sum(input1 * input2, dim)
+    mag1 = _sum(input1 * input1, dim) + _COSINE_EPS
+    mag2 = _sum(input2 * input2, dim) + _COSINE_EPS
+    cos = prod / sqrt(mag1 * mag2)
+    loss = where(eq(target, 1), 1 - cos, 0.0) + where(eq(target, -1), clamp(cos - margin, min=0.0), 0.0)
+    return reduce_loss(loss, reduction, op)
+
+
 #: Exported as ``fgraph.nn.functional.<name>``.
-__all__ = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "triplet_margin_loss"]
+__all__ = [
+    "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss", "binary_cross_entropy",
+    "binary_cross_entropy_with_logits", "kl_div", "triplet_margin_loss", "cosine_embedding_loss",
+]
 #: No Tensor methods: PyTorch has none for these.
 TENSOR_METHODS: dict = {}
