@@ -21,9 +21,10 @@ from fgraph.errors import OpError
 from fgraph.nn.functional._utils import check_float, check_tensor
 from fgraph.nn.functional.activation import softmax
 from fgraph.nn.functional.basic import dropout
-from fgraph.ops.elementwise import add, logical_not, mul
+from fgraph.ops.elementwise import add, eq, logical_not, mul
 from fgraph.ops.indexing import masked_fill
 from fgraph.ops.linalg import matmul
+from fgraph.ops.reduction_minmax import all as all_
 from fgraph.ops.shape import transpose
 from fgraph.ops.movement import repeat_interleave
 from fgraph.tensor import Tensor, tensor
@@ -39,7 +40,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     """``softmax(query @ key^T * scale + mask) @ value`` over ``(..., L, E)``, ``(..., S, E)``, ``(..., S, Ev)``.
 
     ``attn_mask``: bool (True = takes part, as torch) or float (added to the scores),
-    broadcastable to ``(..., L, S)``. ``is_causal`` masks keys after each query
+    broadcastable to ``(..., L, S)``; a query whose keys are all masked gets output 0 (torch's
+    safe softmax), not NaN. ``is_causal`` masks keys after each query
     (upper-left aligned, as torch). ``scale`` defaults to ``1 / sqrt(E)``. Dropout on the
     attention weights uses ``rng_key`` (a ``jax.random`` key) or the default generator.
 
@@ -83,7 +85,13 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
             scores = masked_fill(scores, logical_not(attn_mask), -math.inf)
         else:
             scores = add(scores, attn_mask)
+        # torch's safe softmax: a query whose keys are all masked (every score -inf) gets zero weights, not
+        # NaN; its scores are zeroed first so that no NaN reaches the gradients of the other rows either.
+        masked_row = all_(eq(scores, -math.inf), dim=-1, keepdim=True)
+        scores = masked_fill(scores, masked_row, 0.0)
     weights = softmax(scores, dim=-1)
+    if attn_mask is not None:
+        weights = masked_fill(weights, masked_row, 0.0)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, training=True, key=rng_key)
     return matmul(weights, value)

@@ -6,8 +6,9 @@
 derivative works; the gradient at a zero vector is 0, as in PyTorch).
 ``embedding`` is a primitive whose gradient is PyTorch's (rows at ``padding_idx``
 get none, ``scale_grad_by_freq`` divides by each index's count); its double
-backward is exact too. ``one_hot`` is not differentiable. ``dropout`` draws its
-mask from ``key=`` (or the default generator): the same key gives the same mask.
+backward is exact too. ``one_hot`` is not differentiable. ``dropout`` (and the
+channel-wise ``dropout1d``/``dropout2d``/``dropout3d``) draws its mask from ``key=``
+(or the default generator): the same key gives the same mask.
 
 Example:
     >>> import fgraph as fg
@@ -19,6 +20,7 @@ Example:
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Optional, Sequence, Union
 
 import jax
@@ -41,8 +43,8 @@ from fgraph.ops.elementwise import clamp, mul, relu
 from fgraph.ops.linalg_norms import vector_norm_of
 from fgraph.ops.linalg import matmul
 from fgraph.ops.reduction import sum as _sum
-from fgraph.ops.shape import expand, matrix_transpose, permute, reshape, unsqueeze
-from fgraph.random import Generator, resolve_key
+from fgraph.ops.shape import expand, matrix_transpose, permute, reshape, squeeze, unsqueeze
+from fgraph.random import Generator, check_implicit_key, resolve_key
 from fgraph.tensor import Tensor
 
 Dim = Union[int, Sequence[int]]
@@ -212,17 +214,136 @@ def dropout(
         >>> F.dropout(fg.ones(3), 0.5, training=False).tolist()
         [1.0, 1.0, 1.0]
     """
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
-        raise OpError(f"dropout: dropout probability has to be between 0 and 1, but got {p!r}.")
+    _check_p(p, "dropout")
     no_inplace("dropout", inplace)
     check_float(input, "dropout")
     if not training or p == 0:
         return input
     if p == 1:
         return mul(input, 0.0)
-    mask = apply_op(_DROPOUT_MASK, (resolve_key(key, generator),),
-                    _DROPOUT_MASK.Params(float(p), tuple(input.shape), input.dtype))
-    return mul(input, mask)
+    return mul(input, _mask(input, p, tuple(input.shape), key, generator, "dropout"))
+
+
+def _check_p(p: Any, op: str) -> None:
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+        raise OpError(f"{op}: dropout probability has to be between 0 and 1, but got {p!r}.")
+
+
+def _mask(input: Tensor, p: float, shape: tuple, key: Any, generator: Optional[Generator], op: str) -> Tensor:
+    """``keep / (1 - p)`` of ``shape``; refuses a generator's key while traced (it would be baked in)."""
+    k = resolve_key(key, generator, op)
+    mask = apply_op(_DROPOUT_MASK, (k,), _DROPOUT_MASK.Params(float(p), shape, input.dtype))
+    check_implicit_key(mask.data, key is not None, k, op)
+    return mask
+
+
+def _feature_dropout(input: Tensor, p: float, training: bool, key: Any, generator: Optional[Generator],
+                     op: str) -> Tensor:
+    """Zero whole channels: one mask value per ``(n, c)``, broadcast over the remaining dims."""
+    if not training or p == 0 or input.numel() == 0:
+        return input
+    if p == 1:
+        return mul(input, 0.0)
+    if input.ndim < 2:
+        raise OpError(
+            f"{op}: feature dropout requires at least 2 dimensions in the input (N, C, ...), got input of shape "
+            f"{tuple(input.shape)}; use F.dropout for element-wise dropout."
+        )
+    shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
+    return mul(input, _mask(input, p, shape, key, generator, op))
+
+
+def _channel_dropout(input: Tensor, p: float, training: bool, inplace: bool, key: Any,
+                     generator: Optional[Generator], op: str, spatial: int) -> Tensor:
+    """dropout1d / dropout3d: ``(N, C, *spatial)`` or unbatched ``(C, *spatial)``."""
+    _check_p(p, op)
+    no_inplace(op, inplace)
+    check_float(input, op)
+    batched = input.ndim == spatial + 2
+    x = input if batched else unsqueeze(input, 0)
+    out = _feature_dropout(x, p, training, key, generator, op)
+    if out is x:
+        return input
+    return out if batched else squeeze(out, 0)
+
+
+def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False, *, key: Any = None,
+              generator: Optional[Generator] = None) -> Tensor:
+    """Zero whole channels of a ``(N, C, L)`` or ``(C, L)`` input with probability ``p``, scale the rest by
+    ``1 / (1 - p)`` (when ``training``). ``key``/``generator`` as :func:`dropout`.
+
+    Example:
+        >>> import fgraph as fg, jax
+        >>> import fgraph.nn.functional as F
+        >>> y = F.dropout1d(fg.ones(2, 8, 3), 0.5, key=jax.random.PRNGKey(0))
+        >>> all(len(set(row)) == 1 for row in y.reshape(16, 3).tolist())
+        True
+    """
+    _check_p(p, "dropout1d")
+    if isinstance(input, Tensor) and input.ndim not in (2, 3):
+        raise OpError(
+            f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input (shape {tuple(input.shape)}). "
+            "dropout1d drops whole channels of (N, C, L) or (C, L) inputs; use dropout2d/dropout3d or dropout."
+        )
+    return _channel_dropout(input, p, training, inplace, key, generator, "dropout1d", 1)
+
+
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False, *, key: Any = None,
+              generator: Optional[Generator] = None) -> Tensor:
+    """Zero whole channels of a ``(N, C, H, W)`` input with probability ``p`` (PyTorch's ``dropout2d``).
+
+    As in PyTorch, a 3D input is taken as ``(N, C, L)`` (channel-wise 1D dropout, with a
+    warning) and other ranks warn and drop per ``(dim 0, dim 1)`` pair.
+
+    Example:
+        >>> import fgraph as fg, jax
+        >>> import fgraph.nn.functional as F
+        >>> y = F.dropout2d(fg.ones(1, 6, 2, 2), 0.5, key=jax.random.PRNGKey(1))
+        >>> sorted({v for c in y[0].reshape(6, 4).tolist() for v in set(c)})
+        [0.0, 2.0]
+    """
+    return _warned_feature_dropout(input, p, training, inplace, key, generator, "dropout2d", 2)
+
+
+def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False, *, key: Any = None,
+              generator: Optional[Generator] = None) -> Tensor:
+    """Zero whole channels of a ``(N, C, D, H, W)`` or ``(C, D, H, W)`` input with probability ``p``.
+
+    Example:
+        >>> import fgraph as fg
+        >>> import fgraph.nn.functional as F
+        >>> F.dropout3d(fg.ones(2, 3, 2, 2, 2), 0.5, training=False).shape
+        (2, 3, 2, 2, 2)
+    """
+    return _warned_feature_dropout(input, p, training, inplace, key, generator, "dropout3d", 3)
+
+
+def _warned_feature_dropout(input: Tensor, p: float, training: bool, inplace: bool, key: Any,
+                            generator: Optional[Generator], op: str, spatial: int) -> Tensor:
+    _check_p(p, op)
+    check_float(input, op)
+    ndim = input.ndim
+    if ndim not in (spatial + 1, spatial + 2):
+        warnings.warn(
+            f"{op}: Received a {ndim}-D input to {op}, which is deprecated and will result in an error in a future "
+            f"release. To retain the behavior and silence this warning, please use dropout instead. Note that {op} "
+            f"exists to provide channel-wise dropout on inputs with {spatial} spatial dimensions, a channel "
+            f"dimension, and an optional batch dimension (i.e. {spatial + 1}D or {spatial + 2}D inputs).",
+            stacklevel=3,
+        )
+    if spatial == 2:  # PyTorch keeps dropout2d's historical reading of 3D inputs as (N, C, L)
+        if ndim == 3:
+            warnings.warn(
+                "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout behavior is "
+                "desired - input is interpreted as shape (N, C, L), where C is the channel dim. This behavior will "
+                "change in a future release to interpret the input as one without a batch dimension, i.e. shape "
+                "(C, H, W). To maintain the 1D channel-wise dropout behavior, please switch to using dropout1d "
+                "instead.",
+                stacklevel=3,
+            )
+        no_inplace(op, inplace)
+        return _feature_dropout(input, p, training, key, generator, op)
+    return _channel_dropout(input, p, training, inplace, key, generator, op, spatial)
 
 
 # -- embedding -----------------------------------------------------------------------------------------------------
@@ -368,6 +489,7 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
 
 
 #: Exported as ``fgraph.nn.functional.<name>``.
-__all__ = ["linear", "bilinear", "normalize", "dropout", "embedding", "one_hot", "cosine_similarity", "pairwise_distance"]
+__all__ = ["linear", "bilinear", "normalize", "dropout", "dropout1d", "dropout2d", "dropout3d", "embedding", "one_hot",
+           "cosine_similarity", "pairwise_distance"]
 #: No Tensor methods: PyTorch has none for these.
 TENSOR_METHODS: dict = {}
