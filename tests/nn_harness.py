@@ -57,6 +57,14 @@ def case_ids(cases: list) -> list[str]:
     return [c.name for c in cases]
 
 
+def case_modes(cases: list, torch_only: bool = False) -> list:
+    """``pytest.param(case, mode)`` for every mode a case lists (only cases with a torch twin if asked)."""
+    import pytest
+
+    return [pytest.param(c, m, id=f"{c.name}-{m}") for c in cases for m in c.modes
+            if not (torch_only and c.torch_make is None)]
+
+
 # -- helpers -------------------------------------------------------------------------------------
 def _leaves(out: Any) -> list:
     """The tensors/arrays of a (nested) output, in order; ``None`` kept as a placeholder."""

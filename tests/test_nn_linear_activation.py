@@ -6,7 +6,7 @@ import pytest
 
 import fgraph as fg
 from fgraph import nn
-from nn_harness import LayerCase, MODES, case_ids, check_against_reference, check_against_torch
+from nn_harness import LayerCase, case_modes, check_against_reference, check_against_torch
 
 
 def _x(*shape):
@@ -62,14 +62,12 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("case", CASES, ids=case_ids(CASES))
+@pytest.mark.parametrize("case,mode", case_modes(CASES))
 def test_against_reference(case, mode, node_by_node):
     check_against_reference(case, mode)
 
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("case", CASES, ids=case_ids(CASES))
+@pytest.mark.parametrize("case,mode", case_modes(CASES, torch_only=True))
 def test_against_torch(case, mode, node_by_node):
     torch = pytest.importorskip("torch")
     check_against_torch(case, mode, torch)

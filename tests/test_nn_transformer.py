@@ -13,7 +13,7 @@ import pytest
 
 import fgraph as fg
 from fgraph import nn
-from nn_harness import LayerCase, MODES, case_ids, check_against_reference, check_against_torch
+from nn_harness import LayerCase, case_modes, check_against_reference, check_against_torch
 
 E, H, L, S, N = 4, 2, 3, 4, 2
 FF = 6
@@ -294,27 +294,23 @@ def _quiet(make, *args, **kwargs):
 
 
 # -- value and gradient checks --------------------------------------------------------------------------
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("case", MHA_CASES, ids=case_ids(MHA_CASES))
+@pytest.mark.parametrize("case,mode", case_modes(MHA_CASES))
 def test_mha_against_reference(case, mode, node_by_node):
     check_against_reference(case, mode)
 
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("case", MHA_CASES, ids=case_ids(MHA_CASES))
+@pytest.mark.parametrize("case,mode", case_modes(MHA_CASES, torch_only=True))
 def test_mha_against_torch(case, mode, node_by_node):
     torch = pytest.importorskip("torch")
     check_against_torch(case, mode, torch)
 
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("case", TRANSFORMER_CASES, ids=case_ids(TRANSFORMER_CASES))
+@pytest.mark.parametrize("case,mode", case_modes(TRANSFORMER_CASES))
 def test_transformer_against_reference(case, mode, node_by_node):
     check_against_reference(case, mode)
 
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("case", TRANSFORMER_CASES, ids=case_ids(TRANSFORMER_CASES))
+@pytest.mark.parametrize("case,mode", case_modes(TRANSFORMER_CASES, torch_only=True))
 def test_transformer_against_torch(case, mode, node_by_node):
     torch = pytest.importorskip("torch")
     check_against_torch(case, mode, torch)
