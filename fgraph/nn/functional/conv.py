@@ -43,6 +43,9 @@ def _prepare(op: str, input: Tensor, weight: Tensor, n: int):
     check_float(weight, op, "weight")
     if weight.ndim != n + 2:
         raise OpError(f"{op}: weight must have {n + 2} dims (out, in/groups, *kernel), got shape {tuple(weight.shape)}.")
+    if input.dtype != weight.dtype:
+        raise OpError(f"{op}: input dtype {input.dtype} and weight dtype {weight.dtype} differ; convert one of them "
+                      "(e.g. module.double() or input.float()).")
     if input.ndim == n + 1:
         return unsqueeze(input, 0), True
     if input.ndim != n + 2:
