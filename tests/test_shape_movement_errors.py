@@ -166,3 +166,8 @@ def test_pad_non_constant_modes():
 def test_pad_value_must_be_a_number():
     with pytest.raises(fg.OpError, match=r"pad: value must be a Python number, got Tensor"):
         F.pad(X, (1, 1), value=fg.tensor(1.0))
+
+
+def test_flatten_start_after_end_is_an_error():
+    with pytest.raises(fg.OpError, match=r"flatten: start_dim \(1\) cannot come after end_dim \(0\)"):
+        fg.flatten(fg.ones(2, 3), 1, 0)

@@ -88,6 +88,11 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     if input.ndim == 0:
         return reshape(input, (1,))
     s, e = _dim(start_dim, input.ndim, "flatten"), _dim(end_dim, input.ndim, "flatten")
+    if s > e:
+        raise OpError(
+            f"flatten: start_dim ({start_dim}) cannot come after end_dim ({end_dim}) for a tensor of shape "
+            f"{tuple(input.shape)}."
+        )
     shape = input.shape
     return reshape(input, shape[:s] + (math.prod(shape[s : e + 1]),) + shape[e + 1 :])
 
