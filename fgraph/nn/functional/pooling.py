@@ -16,6 +16,8 @@ Example:
 """
 from __future__ import annotations
 
+import functools
+
 from typing import Optional
 
 import jax.numpy as jnp
@@ -101,12 +103,10 @@ def _combine(per_dim: list, spatial: tuple) -> np.ndarray:
     return table.reshape(int(np.prod(outs)), -1), outs
 
 
-def _max_by_table(op, input, n, per_dim, return_indices):
+def _max_by_table(op, input, n, table, outs, return_indices):
     x, unbatched = _batched(op, input, n)
-    spatial = tuple(x.shape[2:])
-    table, outs = _combine(per_dim, spatial)
-    flat = reshape(x, tuple(x.shape[:2]) + (int(np.prod(spatial)),))
-    idx = window_argmax(flat, jnp.asarray(table))
+    flat = reshape(x, tuple(x.shape[:2]) + (int(np.prod(x.shape[2:])),))
+    idx = window_argmax(flat, table)
     out = reshape(take_last(flat, idx), tuple(x.shape[:2]) + tuple(outs))
     ind = reshape(idx, tuple(x.shape[:2]) + tuple(outs))
     if unbatched:
@@ -114,16 +114,23 @@ def _max_by_table(op, input, n, per_dim, return_indices):
     return (out, ind) if return_indices else out
 
 
-def _max_pool(op, n, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
-    check_float(input, op)
-    k, s, p, d = _pool_args(op, n, kernel_size, stride, padding, dilation)
-    spatial = tuple(input.shape[-n:])
+@functools.lru_cache(maxsize=256)
+def _max_pool_table(op, spatial, k, s, p, d, ceil_mode):
+    """The window table of a max pool, built and uploaded once per static configuration."""
     per_dim = []
     for L, kk, ss, pp, dd in zip(spatial, k, s, p, d):
         o = _out_size(op, L, kk, ss, pp, dd, ceil_mode)
         pos = np.arange(o)[:, None] * ss - pp + np.arange(kk)[None, :] * dd
         per_dim.append(np.where((pos >= 0) & (pos < L), pos, -1))
-    return _max_by_table(op, input, n, per_dim, return_indices)
+    table, outs = _combine(per_dim, spatial)
+    return jnp.asarray(table), outs
+
+
+def _max_pool(op, n, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+    check_float(input, op)
+    k, s, p, d = _pool_args(op, n, kernel_size, stride, padding, dilation)
+    table, outs = _max_pool_table(op, tuple(input.shape[-n:]), k, s, p, d, bool(ceil_mode))
+    return _max_by_table(op, input, n, table, outs, return_indices)
 
 
 def max_pool1d(input: Tensor, kernel_size: IntOrTuple, stride: Optional[IntOrTuple] = None, padding: IntOrTuple = 0,
@@ -158,15 +165,22 @@ def _adaptive_bounds(L: int, o: int):
 def _adaptive_max(op, n, input, output_size, return_indices):
     check_float(input, op)
     outs = _adaptive_sizes(op, n, input, output_size)
+    table, outs = _adaptive_max_table(tuple(input.shape[-n:]), tuple(outs))
+    return _max_by_table(op, input, n, table, outs, return_indices)
+
+
+@functools.lru_cache(maxsize=256)
+def _adaptive_max_table(spatial, outs):
     per_dim = []
-    for L, o in zip(tuple(input.shape[-n:]), outs):
+    for L, o in zip(spatial, outs):
         starts, ends = _adaptive_bounds(L, o)
         kmax = max(e - s for s, e in zip(starts, ends))
         pos = np.full((o, kmax), -1, np.int64)
         for i, (s, e) in enumerate(zip(starts, ends)):
             pos[i, : e - s] = np.arange(s, e)
         per_dim.append(pos)
-    return _max_by_table(op, input, n, per_dim, return_indices)
+    table, outs = _combine(per_dim, spatial)
+    return jnp.asarray(table), outs
 
 
 def _adaptive_sizes(op, n, input, output_size):
