@@ -23,6 +23,7 @@ Example:
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Optional
 
@@ -124,6 +125,30 @@ def _key(key: Any, generator: Optional[Generator], op: str) -> jax.Array:
     return resolve_key(key, generator, f"init.{op}")
 
 
+@functools.partial(jax.jit, static_argnames=("kind", "size", "dtype"))
+def _flat_draw(key: jax.Array, a: Any, b: Any, *, kind: str, size: int, dtype: Any) -> jax.Array:
+    if kind == "uniform":
+        return jax.random.uniform(key, (size,), dtype, a, b)
+    if kind == "normal":
+        return a + b * jax.random.normal(key, (size,), dtype)
+    return jax.random.truncated_normal(key, a, b, (size,), dtype)  # standard normal truncated to [a, b]
+
+
+def _draw(kind: str, key: jax.Array, shape: tuple, dtype: Any, a: float, b: float) -> jax.Array:
+    """Samples of ``shape``, drawn flat in a power-of-two size and cut to fit.
+
+    Compiling a sampler costs ~0.3 s per size, and a model has many parameter shapes:
+    drawing in power-of-two sizes compiles one sampler per size class instead of one
+    per shape; the cut to size happens on the host (eagerly; traced, it is an op).
+    """
+    numel = math.prod(shape)
+    size = 1 << max(numel - 1, 0).bit_length()
+    flat = _flat_draw(key, a, b, kind=kind, size=size, dtype=np.dtype(dtype))
+    if isinstance(flat, jax.core.Tracer):
+        return flat[:numel].reshape(shape)
+    return jnp.asarray(np.asarray(flat)[:numel].reshape(shape))  # cut on the host: nothing to compile
+
+
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Optional[Generator] = None, *,
              key: Any = None) -> Tensor:
     """Values drawn from ``U(a, b)``.
@@ -136,7 +161,7 @@ def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Optional
     """
     _check(tensor, "uniform_")
     k = _key(key, generator, "uniform_")
-    return _replace(tensor, jax.random.uniform(k, tensor.shape, tensor.dtype, a, b))
+    return _replace(tensor, _draw("uniform", k, tensor.shape, tensor.dtype, a, b))
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Optional[Generator] = None, *,
@@ -144,7 +169,7 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Opti
     """Values drawn from ``N(mean, std^2)``."""
     _check(tensor, "normal_")
     k = _key(key, generator, "normal_")
-    return _replace(tensor, mean + std * jax.random.normal(k, tensor.shape, tensor.dtype))
+    return _replace(tensor, _draw("normal", k, tensor.shape, tensor.dtype, mean, std))
 
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
@@ -160,7 +185,7 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
     _check(tensor, "trunc_normal_")
     k = _key(key, generator, "trunc_normal_")
     lower, upper = (a - mean) / std, (b - mean) / std
-    z = jax.random.truncated_normal(k, lower, upper, tensor.shape, jnp.float32 if tensor.dtype != jnp.float64 else jnp.float64)
+    z = _draw("trunc", k, tensor.shape, jnp.float64 if tensor.dtype == jnp.float64 else jnp.float32, lower, upper)
     return _replace(tensor, jnp.clip(mean + std * z, a, b))
 
 
