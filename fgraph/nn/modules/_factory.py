@@ -5,6 +5,7 @@ from typing import Any, Sequence
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from fgraph._dtypes import canonical_dtype, default_float_dtype
 from fgraph._methods import resolve_device
@@ -16,8 +17,8 @@ __all__ = ["empty_parameter", "zeros_buffer", "full_buffer"]
 
 def _array(shape: Sequence[int], fill: Any, dtype: Any, device: Any, op: str) -> jax.Array:
     dt = canonical_dtype(dtype, op)
-    array = jnp.full(tuple(shape), fill, default_float_dtype() if dt is None else dt)
-    return array if device is None else jax.device_put(array, resolve_device(device))
+    host = np.full(tuple(shape), fill, default_float_dtype() if dt is None else dt)  # no kernel to compile
+    return jnp.asarray(host) if device is None else jax.device_put(host, resolve_device(device))
 
 
 def empty_parameter(shape: Sequence[int], dtype: Any = None, device: Any = None, op: str = "Module",
