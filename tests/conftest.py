@@ -1,7 +1,13 @@
-"""Test configuration: float64 available, and a fixed hypothesis profile in CI."""
+"""Test configuration: float64 available, and a fixed hypothesis profile in CI.
+
+The suite runs on every core (pytest-xdist, ``-n auto`` in pyproject.toml); each worker
+is a JAX process, so none may grab most of an accelerator's memory up front.
+"""
 import os
 
-import jax
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+import jax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
