@@ -12,7 +12,7 @@ from fgraph._methods import resolve_device
 from fgraph.nn.parameter import Parameter, _make_parameter
 from fgraph.tensor import Tensor, _wrap
 
-__all__ = ["empty_parameter", "zeros_buffer", "full_buffer"]
+__all__ = ["empty_parameter", "zeros_buffer", "full_buffer", "register_affine", "reset_affine"]
 
 
 def _array(shape: Sequence[int], fill: Any, dtype: Any, device: Any, op: str) -> jax.Array:
@@ -45,3 +45,20 @@ def check_positive_int(value: Any, name: str, op: str, allow_zero: bool = False)
         raise ValueError(f"{op}: {name} must be a {bound} integer, got {value!r}.")
     return value
 
+
+
+def register_affine(module: Any, shape: Sequence[int], affine: bool, bias: bool, dtype: Any, device: Any,
+                    op: str) -> None:
+    """A normalisation layer's ``weight`` and ``bias`` of ``shape`` (``None`` where absent, as torch registers them)."""
+    module.register_parameter("weight", empty_parameter(shape, dtype, device, op) if affine else None)
+    module.register_parameter("bias", empty_parameter(shape, dtype, device, op) if affine and bias else None)
+
+
+def reset_affine(module: Any) -> None:
+    """``weight`` to ones and ``bias`` to zeros, where present (torch's initialisation of normalisation layers)."""
+    from fgraph.nn import init
+
+    if module.weight is not None:
+        init.ones_(module.weight)
+    if module.bias is not None:
+        init.zeros_(module.bias)

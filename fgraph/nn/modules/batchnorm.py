@@ -39,9 +39,8 @@ from fgraph._dtypes import x64_enabled
 from fgraph.autograd.grad_mode import no_grad
 from fgraph.errors import OpError
 from fgraph.nn import functional as F
-from fgraph.nn import init
 from fgraph.nn.functional._utils import check_tensor
-from fgraph.nn.modules._factory import check_positive_int, empty_parameter, full_buffer, zeros_buffer
+from fgraph.nn.modules._factory import check_positive_int, full_buffer, register_affine, reset_affine, zeros_buffer
 from fgraph.nn.modules.module import Module
 from fgraph.ops.reduction import mean, var
 from fgraph.tensor import Tensor, _wrap
@@ -92,15 +91,7 @@ class _NormBase(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = empty_parameter((num_features,), dtype, device, name)
-            if bias:
-                self.bias = empty_parameter((num_features,), dtype, device, name)
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        register_affine(self, (num_features,), affine, bias, dtype, device, name)
         if track_running_stats:
             self.register_buffer("running_mean", zeros_buffer((num_features,), dtype, device, name))
             self.register_buffer("running_var", full_buffer((num_features,), 1, dtype, device, name))
@@ -122,10 +113,7 @@ class _NormBase(Module):
     def reset_parameters(self) -> None:
         """Reset the running statistics; ``weight`` to ones and ``bias`` to zeros (PyTorch's initialisation)."""
         self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        reset_affine(self)
 
     def _check_input_dim(self, input: Tensor) -> None:
         raise NotImplementedError

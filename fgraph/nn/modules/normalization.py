@@ -18,7 +18,7 @@ from typing import Any, Optional, Sequence, Union
 
 from fgraph.nn import functional as F
 from fgraph.nn import init
-from fgraph.nn.modules._factory import check_positive_int, empty_parameter
+from fgraph.nn.modules._factory import check_positive_int, empty_parameter, register_affine, reset_affine
 from fgraph.nn.modules.module import Module
 from fgraph.tensor import Tensor
 
@@ -60,23 +60,12 @@ class LayerNorm(Module):
         self.normalized_shape = _shape(normalized_shape, "LayerNorm")
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = empty_parameter(self.normalized_shape, dtype, device, "LayerNorm")
-            if bias:
-                self.bias = empty_parameter(self.normalized_shape, dtype, device, "LayerNorm")
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        register_affine(self, self.normalized_shape, elementwise_affine, bias, dtype, device, "LayerNorm")
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """``weight`` to ones, ``bias`` to zeros."""
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        reset_affine(self)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -110,23 +99,12 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        if affine:
-            self.weight = empty_parameter((num_channels,), dtype, device, "GroupNorm")
-            if bias:
-                self.bias = empty_parameter((num_channels,), dtype, device, "GroupNorm")
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        register_affine(self, (num_channels,), affine, bias, dtype, device, "GroupNorm")
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """``weight`` to ones, ``bias`` to zeros."""
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        reset_affine(self)
 
     def forward(self, input: Tensor) -> Tensor:
         if isinstance(input, Tensor) and input.ndim >= 2 and input.shape[1] != self.num_channels:
@@ -162,15 +140,13 @@ class RMSNorm(Module):
         self.normalized_shape = _shape(normalized_shape, "RMSNorm")
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = empty_parameter(self.normalized_shape, dtype, device, "RMSNorm")
-        else:
-            self.register_parameter("weight", None)
+        self.register_parameter(
+            "weight", empty_parameter(self.normalized_shape, dtype, device, "RMSNorm") if elementwise_affine else None)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """``weight`` to ones."""
-        if self.elementwise_affine:
+        if self.weight is not None:
             init.ones_(self.weight)
 
     def forward(self, input: Tensor) -> Tensor:
