@@ -1,0 +1,315 @@
+"""``Optimizer``: PyTorch's optimizer interface over returned gradients and immutable parameters.
+
+``opt.step(grads)`` takes the gradients ``backward`` returned (a :class:`fgraph.Gradients`,
+a mapping ``{param: grad}``, or a sequence aligned with the optimizer's parameters),
+computes every parameter group's update in **one jitted kernel** over all its
+parameters (PyTorch's ``foreach``/fused idea), and *rebinds* the new parameters on
+the modules that hold the old ones (tied parameters stay tied; the old records are
+unchanged). Parameters without a gradient are left alone and their state does not
+advance, as PyTorch skips ``grad=None``.
+
+A subclass declares its update as a pure function of arrays:
+
+* ``_flags(group)``: the options that change the update's *structure*
+  (``nesterov``, ``amsgrad``, ``weight_decay != 0``...), static in the kernel;
+* ``_hyper``: the option names passed as traced scalars (``lr``, ``betas``...), so a
+  scheduler changing ``lr`` does not recompile anything;
+* ``_init_state(param, group)``: the new state of a parameter (arrays, or ``None``);
+* ``_update(flags, hyper, params, grads, states)``: new params and new states.
+
+``param_groups`` are plain dicts (a scheduler writes ``group["lr"]``); ``state`` maps each
+current parameter to a dict of Tensors; ``state_dict()`` / ``load_state_dict()`` use
+PyTorch's layout (parameters by index), so ``fg.save(opt.state_dict(), path)`` works
+and a PyTorch optimizer's state dict loads.
+
+Example:
+    >>> import fgraph as fg
+    >>> model = fg.nn.Linear(2, 1)
+    >>> opt = fg.optim.SGD(model.parameters(), lr=0.1)
+    >>> old = model.weight
+    >>> grads = model(fg.ones(4, 2)).sum().backward()
+    >>> opt.step(grads)
+    >>> model.weight is old, [round(v, 4) for v in (old - model.weight)[0].tolist()]  # old record unchanged
+    (False, [0.4, 0.4])
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import Any, Callable, Iterable, Optional, Union
+
+import jax
+import jax.numpy as jnp
+
+from fgraph.autograd.grad_mode import enable_grad
+from fgraph.nn.modules._state_dict import as_array
+from fgraph.nn.parameter import Parameter, as_parameter, rebind
+from fgraph.tensor import Tensor, _wrap
+
+__all__ = ["Optimizer", "required"]
+
+
+class _Required:
+    """Marks a constructor argument that has no default (``torch.optim.optimizer.required``)."""
+
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+required = _Required()
+
+ParamsT = Union[Iterable[Tensor], Iterable[dict]]
+
+
+class Optimizer:
+    """Base class of fgraph's optimizers (see the module docstring)."""
+
+    #: Group options passed to the kernel as traced scalars.
+    _hyper: tuple[str, ...] = ()
+
+    def __init__(self, params: ParamsT, defaults: dict) -> None:
+        self.defaults = dict(defaults)
+        self.state: dict = {}
+        self.param_groups: list[dict] = []
+        if isinstance(params, Tensor):
+            raise TypeError(
+                f"{type(self).__name__}: params argument given to the optimizer should be an iterable of Tensors or "
+                f"dicts, but got a Tensor; pass [tensor] or model.parameters()."
+            )
+        groups = list(params)
+        if not groups:
+            raise ValueError(f"{type(self).__name__} got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for group in groups:
+            self.add_param_group(group)
+        self._kernels: dict = {}
+
+    def __repr__(self) -> str:
+        lines = [f"{type(self).__name__} ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            lines.extend(f"    {key}: {group[key]}" for key in sorted(group) if key != "params")
+        lines.append(")")
+        return "\n".join(lines)
+
+    # -- groups ------------------------------------------------------------------------------------
+    def add_param_group(self, param_group: dict) -> None:
+        """Add a group of parameters with its own options (the defaults fill the rest)."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, but the ordering of "
+                            "tensors in sets will change between runs; use a list instead.")
+        params = list(params)
+        for p in params:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {type(p).__name__}")
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor (use a Parameter, or .detach().requires_grad_())")
+        group = dict(param_group, params=params)
+        for name, default in self.defaults.items():
+            if default is required and name not in group:
+                raise ValueError(f"parameter group didn't specify a value of required optimization parameter {name}")
+            group.setdefault(name, default)
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        if len({id(p) for p in params}) != len(params) or seen & {id(p) for p in params}:
+            raise ValueError("some parameters appear in more than one parameter group (or twice in one)")
+        self.param_groups.append(group)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Not needed in fgraph: gradients are returned by ``backward``, never stored on parameters."""
+        raise RuntimeError(
+            f"{type(self).__name__}.zero_grad: fgraph has no .grad to zero. Gradients are returned, not "
+            "accumulated: grads = loss.backward() gives fresh gradients every step; pass them on with "
+            "opt.step(grads). Delete the zero_grad() call."
+        )
+
+    # -- the step ----------------------------------------------------------------------------------
+    def step(self, grads: Any = None, closure: Optional[Callable[[], Any]] = None) -> Any:
+        """Update every parameter that has a gradient in ``grads``; return the closure's loss, if any.
+
+        ``grads``: what ``loss.backward()`` returns (a ``Gradients``), any mapping
+        ``{param: grad}``, or a sequence with one gradient (or ``None``) per parameter
+        in the optimizer's order (what ``fg.grad(loss, list(opt.parameters()))`` gives).
+        ``closure``: a function that recomputes the loss and returns it (the optimizer
+        differentiates it) or returns ``(loss, grads)``.
+        """
+        loss = None
+        if closure is not None:
+            loss, closure_grads = self._evaluate(closure)
+            grads = closure_grads if grads is None else grads
+        if grads is None:
+            raise TypeError(
+                f"{type(self).__name__}.step() needs the gradients: fgraph returns them instead of storing "
+                ".grad, so write grads = loss.backward(); opt.step(grads) (or opt.step(closure=fn))."
+            )
+        lookup = self._gradient_lookup(grads)
+        for group in self.param_groups:
+            self._step_group(group, lookup)
+        return loss
+
+    def parameters(self) -> list[Tensor]:
+        """The current parameters of every group, in order (they change object at every step)."""
+        return [p for group in self.param_groups for p in group["params"]]
+
+    def _evaluate(self, closure: Callable[[], Any]) -> tuple[Any, Any]:
+        with enable_grad():
+            result = closure()
+        if isinstance(result, tuple) and len(result) == 2:
+            return result
+        if not isinstance(result, Tensor):
+            raise TypeError(f"{type(self).__name__}: the closure must return the loss Tensor (or (loss, grads)), "
+                            f"got {type(result).__name__}.")
+        from fgraph.autograd.engine import grad
+
+        params = [p for p in self.parameters() if p.requires_grad]
+        return result, dict(zip(params, grad(result, params, allow_unused=True)))
+
+    def _gradient_lookup(self, grads: Any) -> Callable[[Tensor], Optional[Tensor]]:
+        if isinstance(grads, Mapping):
+            def lookup(p: Tensor) -> Optional[Tensor]:
+                return grads[p] if p in grads else None
+            return lookup
+        if isinstance(grads, (list, tuple)):
+            params = self.parameters()
+            if len(grads) != len(params):
+                raise ValueError(
+                    f"{type(self).__name__}.step: got {len(grads)} gradients for {len(params)} parameters; pass a "
+                    "sequence aligned with the optimizer's parameters, or the Gradients that backward returned."
+                )
+            by_id = {id(p): g for p, g in zip(params, grads)}
+            return lambda p: by_id.get(id(p))
+        raise TypeError(
+            f"{type(self).__name__}.step: grads must be the Gradients returned by backward, a mapping "
+            f"{{param: grad}} or a sequence of gradients, got {type(grads).__name__}."
+        )
+
+    def _step_group(self, group: dict, lookup: Callable[[Tensor], Optional[Tensor]]) -> None:
+        params = group["params"]
+        active = []
+        for i, p in enumerate(params):
+            g = lookup(p)
+            if g is None:
+                continue
+            if g.shape != p.shape:
+                raise ValueError(
+                    f"{type(self).__name__}.step: the gradient of parameter {i} of its group has shape {g.shape}, "
+                    f"the parameter {p.shape}; pass the gradients backward returned for these parameters."
+                )
+            active.append((i, p, g))
+        if not active:
+            return
+        flags = self._flags(group)
+        kernel = self._kernels.get(flags)
+        if kernel is None:
+            kernel = self._kernels[flags] = jax.jit(functools.partial(type(self)._update, flags))
+        hyper = {name: group[name] for name in self._hyper}
+        states = [_arrays(self.state[p]) if p in self.state else self._init_state(p, group) for _, p, _ in active]
+        new_params, new_states = kernel(hyper, [p.data for _, p, _ in active],
+                                        [g.data.astype(p.dtype) for _, p, g in active], states)
+        replaced = {}
+        for (i, p, _), data, state, old_state in zip(active, new_params, new_states, states):
+            new = as_parameter(data, p) if isinstance(p, Parameter) else Tensor(data, requires_grad=p.requires_grad)
+            replaced[p] = new
+            params[i] = new
+            self.state.pop(p, None)
+            if state:  # keys in the state's own order (jit returns dicts sorted)
+                order = list(old_state) + [k for k in state if k not in old_state]
+                self.state[new] = {k: None if state[k] is None else _wrap(state[k]) for k in order}
+        rebind({old: new for old, new in replaced.items() if isinstance(old, Parameter)})
+
+    # -- what subclasses define -----------------------------------------------------------------------
+    def _flags(self, group: dict) -> tuple:
+        """The group options that change the structure of the update (static in the kernel)."""
+        return ()
+
+    def _init_state(self, param: Tensor, group: dict) -> dict:
+        """A parameter's state before its first update (arrays; ``None`` for absent buffers; ``{}``: none kept)."""
+        return {}
+
+    @staticmethod
+    def _update(flags: tuple, hyper: dict, params: list, grads: list, states: list) -> tuple[list, list]:
+        raise NotImplementedError
+
+    # -- state dict ---------------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        """``{"state": {index: {name: Tensor}}, "param_groups": [{options..., "params": [index...]}]}``.
+
+        PyTorch's layout: parameters are numbered across groups in order.
+
+        Example:
+            >>> import fgraph as fg
+            >>> opt = fg.optim.Adam(fg.nn.Linear(2, 1).parameters())
+            >>> sd = opt.state_dict()
+            >>> sd["param_groups"][0]["params"], sd["state"]
+            ([0, 1], {})
+        """
+        index: dict = {}
+        groups = []
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            packed["params"] = []
+            for p in group["params"]:
+                index.setdefault(id(p), len(index))
+                packed["params"].append(index[id(p)])
+            groups.append(packed)
+        state = {index[id(p)]: dict(s) for p, s in self.state.items() if id(p) in index}
+        return {"state": dict(sorted(state.items())), "param_groups": groups}
+
+    def load_state_dict(self, state_dict: Mapping) -> None:
+        """Load a state from :meth:`state_dict` (fgraph's, or PyTorch's: values may be torch tensors).
+
+        Groups must match in number and sizes. Floating state is cast to its parameter's
+        dtype (``step`` keeps its own), as PyTorch does; options come from the saved groups.
+        """
+        saved_groups = state_dict["param_groups"]
+        if len(saved_groups) != len(self.param_groups):
+            raise ValueError(f"loaded state dict has {len(saved_groups)} parameter groups, the optimizer has "
+                             f"{len(self.param_groups)}")
+        for saved, group in zip(saved_groups, self.param_groups):
+            if len(saved["params"]) != len(group["params"]):
+                raise ValueError("loaded state dict contains a parameter group that doesn't match the size of "
+                                 f"optimizer's group ({len(saved['params'])} against {len(group['params'])})")
+        saved_state = state_dict["state"]
+        self.state = {}
+        for saved, group in zip(saved_groups, self.param_groups):
+            for index, p in zip(saved["params"], group["params"]):
+                entry = saved_state.get(index, saved_state.get(str(index)))
+                if entry is not None:
+                    self.state[p] = {k: _state_value(k, v, p) for k, v in entry.items()}
+            group.update({k: _group_value(v) for k, v in saved.items() if k != "params"})
+
+
+def _arrays(state: dict) -> dict:
+    return {k: None if v is None else v.data for k, v in state.items()}
+
+
+def _state_value(name: str, value: Any, param: Tensor) -> Any:
+    if value is None or isinstance(value, (int, float, bool, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return type(value)(_state_value(name, v, param) for v in value)
+    array = as_array(value, None, name)
+    if name != "step" and jnp.issubdtype(array.dtype, jnp.floating):
+        array = array.astype(param.dtype)
+    return _wrap(array)
+
+
+def _group_value(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def check_hyper(value: Any, name: str, cls: str, *, allow_zero: bool = True, below_one: bool = False) -> None:
+    """``value`` must be a finite number >= 0 (> 0 without ``allow_zero``; < 1 with ``below_one``)."""
+    if isinstance(value, Tensor):
+        raise TypeError(f"{cls}: {name} as a Tensor is not supported; pass a Python float.")
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+    ok = ok and (value >= 0 if allow_zero else value > 0) and (not below_one or value < 1)
+    if not ok:
+        bound = "in [0, 1)" if below_one else ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{cls}: invalid {name} value: {value!r} (expected a number {bound}).")
+
