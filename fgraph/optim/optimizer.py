@@ -209,8 +209,8 @@ class Optimizer:
             kernel = self._kernels[flags] = jax.jit(functools.partial(type(self)._update, flags))
         hyper = {name: group[name] for name in self._hyper}
         states = [_arrays(self.state[p]) if p in self.state else self._init_state(p, group) for _, p, _ in active]
-        new_params, new_states = kernel(hyper, [p.data for _, p, _ in active],
-                                        [g.data.astype(p.dtype) for _, p, g in active], states)
+        grad_arrays = [g.data if g.dtype == p.dtype else g.data.astype(p.dtype) for _, p, g in active]
+        new_params, new_states = kernel(hyper, [p.data for _, p, _ in active], grad_arrays, states)
         replaced = {}
         for (i, p, _), data, state, old_state in zip(active, new_params, new_states, states):
             new = as_parameter(data, p) if isinstance(p, Parameter) else Tensor(data, requires_grad=p.requires_grad)

@@ -23,6 +23,7 @@ Example:
 """
 from __future__ import annotations
 
+import functools
 from typing import Optional
 
 import jax.numpy as jnp
@@ -60,7 +61,7 @@ from fgraph.ops.elementwise import (
 )
 from fgraph.ops.reduction import sum as _sum
 from fgraph.ops.shape import reshape, unsqueeze
-from fgraph.tensor import Tensor, arange
+from fgraph.tensor import Tensor, _wrap
 
 
 def _pair(op: str, input: Tensor, target: Tensor) -> None:
@@ -200,12 +201,17 @@ def _check_class_target(op: str, input: Tensor, target: Tensor, class_dim: int, 
         )
 
 
+@functools.lru_cache(maxsize=64)
+def _class_ids(c: int, class_dim: int, ndim: int, dtype: np.dtype) -> Tensor:
+    """``arange(c)`` laid along ``class_dim`` of an ``ndim``-d input: made once (on the host), not per call."""
+    shape = [1] * ndim
+    shape[class_dim] = c
+    return _wrap(jnp.asarray(np.arange(c, dtype=dtype).reshape(shape)))
+
+
 def _nll_parts(input: Tensor, target: Tensor, weight_c: Optional[Tensor], ignore_index: int, class_dim: int):
     """(per-sample loss, per-sample weight, non-ignored mask) for class-index targets."""
-    c = input.shape[class_dim]
-    shape = [1] * input.ndim
-    shape[class_dim] = c
-    classes = reshape(arange(c, dtype=target.dtype), tuple(shape))
+    classes = _class_ids(input.shape[class_dim], class_dim, input.ndim, np.dtype(target.dtype))
     valid = ne(target, ignore_index)
     hit = logical_and(eq(unsqueeze(target, class_dim), classes), unsqueeze(valid, class_dim))
     scored = input if weight_c is None else input * weight_c

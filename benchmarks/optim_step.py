@@ -1,0 +1,164 @@
+"""A whole training step with Adam, side by side: fgraph eager, PyTorch eager, ``jax.jit`` of pure JAX.
+
+The workload of the optimizer issue: an MLP, batch 64, 784 -> 256 -> 256 -> 10, float32,
+relu, cross-entropy; one step = forward, gradients of every weight and bias, and an
+Adam update (lr 1e-3, torch's defaults otherwise).
+
+* **fgraph eager**: ``nn.Sequential`` + ``F.cross_entropy`` + ``loss.backward()`` +
+  ``fg.optim.Adam.step(grads)`` (one jitted kernel for the update, parameters rebound);
+* **PyTorch eager**: the same model and ``torch.optim.Adam`` (``zero_grad``, ``backward``,
+  ``step``), when torch is installed;
+* **jax.jit (pure JAX)**: the same step written in JAX (forward, ``jax.grad``, Adam's
+  formulas) compiled into one XLA program: the floor, not a peer for eager code.
+
+All three start from the same weights and data; the first steps' parameters are
+checked to agree before anything is timed. Timing is ``overhead.py``'s: interleaved
+repeats, medians, synchronised results.
+Run: ``python benchmarks/optim_step.py [--quick]``.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Callable, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import fgraph as fg
+import fgraph.nn.functional as F
+from fgraph import nn
+from overhead import _block, measure_all, thread_settings, torch
+
+SIZES, BATCH, LR = (784, 256, 256, 10), 64, 1e-3
+BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
+
+
+def make_data() -> tuple[dict, np.ndarray, np.ndarray]:
+    """Initial weights (``state_dict`` names of the Sequential) and one batch."""
+    fg.manual_seed(0)
+    model = build()
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((BATCH, SIZES[0])).astype(np.float32)
+    y = rng.integers(0, SIZES[-1], BATCH)
+    return {k: v.numpy() for k, v in model.state_dict().items()}, x, y
+
+
+def build() -> nn.Sequential:
+    layers: list = []
+    for fan_in, fan_out in zip(SIZES[:-1], SIZES[1:]):
+        layers += [nn.Linear(fan_in, fan_out), nn.ReLU()]
+    return nn.Sequential(*layers[:-1])
+
+
+def fgraph_step(weights: dict, x: np.ndarray, y: np.ndarray) -> tuple[Callable, Callable]:
+    model = build()
+    model.load_state_dict(weights)
+    opt = fg.optim.Adam(model.parameters(), lr=LR)
+    tx, ty = fg.tensor(x), fg.tensor(y)
+
+    def step():
+        loss = F.cross_entropy(model(tx), ty)
+        opt.step(loss.backward())
+        _block([p.data for p in opt.parameters()])
+
+    return step, lambda: [p.numpy() for p in model.parameters()]
+
+
+def torch_step(weights: dict, x: np.ndarray, y: np.ndarray) -> tuple[Callable, Callable]:
+    layers: list = []
+    for fan_in, fan_out in zip(SIZES[:-1], SIZES[1:]):
+        layers += [torch.nn.Linear(fan_in, fan_out), torch.nn.ReLU()]
+    model = torch.nn.Sequential(*layers[:-1])
+    model.load_state_dict({k: torch.tensor(v) for k, v in weights.items()})
+    opt = torch.optim.Adam(model.parameters(), lr=LR)
+    tx, ty = torch.tensor(x), torch.tensor(y)
+
+    def step():
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(model(tx), ty).backward()
+        opt.step()
+
+    return step, lambda: [p.detach().numpy() for p in model.parameters()]
+
+
+def jax_step(weights: dict, x: np.ndarray, y: np.ndarray) -> tuple[Callable, Callable]:
+    names = list(weights)
+    params = [jnp.asarray(weights[k]) for k in names]
+    state = {"params": params, "m": [jnp.zeros_like(p) for p in params], "v": [jnp.zeros_like(p) for p in params],
+             "t": jnp.zeros((), jnp.float32)}
+    jx, jy = jnp.asarray(x), jnp.asarray(y)
+
+    def loss_fn(params: list) -> jax.Array:
+        h = jx
+        for i in range(0, len(params), 2):
+            h = h @ params[i].T + params[i + 1]
+            if i < len(params) - 2:
+                h = jax.nn.relu(h)
+        logp = jax.nn.log_softmax(h, axis=-1)
+        return -jnp.take_along_axis(logp, jy[:, None], axis=-1).mean()
+
+    @jax.jit
+    def update(state: dict) -> dict:
+        grads = jax.grad(loss_fn)(state["params"])
+        t = state["t"] + 1
+        m = [BETA1 * m + (1 - BETA1) * g for m, g in zip(state["m"], grads)]
+        v = [BETA2 * v + (1 - BETA2) * g * g for v, g in zip(state["v"], grads)]
+        step_size = LR / (1 - BETA1**t)
+        root = jnp.sqrt(1 - BETA2**t)
+        params = [p - step_size * mm / (jnp.sqrt(vv) / root + EPS) for p, mm, vv in zip(state["params"], m, v)]
+        return {"params": params, "m": m, "v": v, "t": t}
+
+    def step():
+        state.update(update(state))
+        _block(state["params"])
+
+    return step, lambda: [np.asarray(p) for p in state["params"]]
+
+
+def check_same(peers: dict) -> None:
+    """Three steps of every peer from the same start: the parameters must agree before timing."""
+    results = {}
+    for name, (step, read) in peers.items():
+        for _ in range(3):
+            step()
+        results[name] = read()
+    reference = results["jax.jit (pure JAX)"]
+    for name, params in results.items():
+        for i, (a, b) in enumerate(zip(params, reference)):
+            if not np.allclose(a, b, rtol=1e-4, atol=1e-5):
+                raise SystemExit(f"{name}: parameter {i} after 3 steps differs from pure JAX "
+                                 f"(max abs diff {np.abs(a - b).max():.3g}); refusing to time it.")
+
+
+def run(quick: bool) -> int:
+    repeats, target = (3, 0.05) if quick else (9, 0.3)
+    print("training step with Adam: MLP batch 64, 784->256->256->10, float32, relu, cross-entropy"
+          + (" (--quick)" if quick else ""))
+    for line in thread_settings():
+        print("  " + line)
+    print(f"  timing: median of {repeats} interleaved repeats, each a batch of calls lasting ~{target * 1e3:.0f} ms")
+    weights, x, y = make_data()
+    peers = {"fgraph eager": fgraph_step(weights, x, y), "jax.jit (pure JAX)": jax_step(weights, x, y)}
+    if torch is not None:
+        peers["PyTorch eager"] = torch_step(weights, x, y)
+    check_same({name: peer for name, peer in peers.items()})
+    times = measure_all({name: step for name, (step, _) in peers.items()}, {name: repeats for name in peers}, target)
+    ref = times.get("PyTorch eager")
+    floor = times["jax.jit (pure JAX)"]
+    print(f"  {'peer':<22} {'us/step':>10} {'x PyTorch':>10} {'x jax.jit':>10}")
+    for name, t in times.items():
+        ratio = f"{t / ref:10.2f}" if ref else f"{'n/a':>10}"
+        print(f"  {name:<22} {t * 1e6:10.1f} {ratio} {t / floor:10.2f}")
+    return 0
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer, shorter repeats (a smoke run)")
+    return run(parser.parse_args(argv).quick)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
