@@ -284,3 +284,22 @@ def test_argument_errors():
         opt.step([fg.zeros(1)])
     with pytest.raises(ValueError, match="has shape"):
         opt.step({params[0]: fg.zeros(7)})
+
+
+def test_parameters_rebound_after_the_optimizer_was_built_are_followed():
+    model = _fg_model()
+    opt = optim.Adam(model.parameters(), lr=0.1)
+    x = fg.tensor(_data()[0])
+    opt.step(model(x).sum().backward())
+    model.load_state_dict(_fg_model().state_dict())  # rebinds every parameter of the model
+    nn.init.zeros_(model[0].bias)
+    loaded = [p.numpy().copy() for p in model.parameters()]
+    opt.step(model(x).sum().backward())  # the gradients are keyed by the model's current parameters
+    assert all(not np.array_equal(p.numpy(), q) for p, q in zip(model.parameters(), loaded))
+    assert set(map(id, opt.parameters())) == set(map(id, model.parameters()))
+    assert all(int(opt.state[p]["step"].item()) == 2 for p in model.parameters())  # the state followed
+    model.requires_grad_(False)
+    frozen = [p.numpy().copy() for p in model.parameters()]
+    grads = fg.backward((model(x) * fg.tensor(2.0, requires_grad=True)).sum())
+    opt.step(grads)  # frozen: no gradients for them, nothing moves
+    assert all(np.array_equal(p.numpy(), q) for p, q in zip(model.parameters(), frozen))

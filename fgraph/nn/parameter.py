@@ -8,7 +8,9 @@ old one (:func:`rebind`), so tied parameters stay tied.
 
 Each Parameter remembers which ``(module, name)`` slots hold it (weakly); that is
 how :func:`rebind` finds the modules from the parameter alone, the way
-``opt = Adam(model.parameters())`` needs.
+``opt = Adam(model.parameters())`` needs. A rebound Parameter also points to its
+replacement (:func:`current`), so an optimizer built before ``load_state_dict`` or
+``to()`` follows the model to its new Parameters.
 
 Example:
     >>> import fgraph as fg
@@ -30,7 +32,7 @@ from fgraph.tensor import Tensor, _init_leaf, _new_object, _to_array
 if TYPE_CHECKING:
     from fgraph.nn.modules.module import Module
 
-__all__ = ["Parameter", "Buffer", "rebind", "owners"]
+__all__ = ["Parameter", "Buffer", "rebind", "owners", "current"]
 
 
 class Parameter(Tensor):
@@ -46,7 +48,7 @@ class Parameter(Tensor):
         (True, True)
     """
 
-    __slots__ = ("_owners",)
+    __slots__ = ("_owners", "_successor")
 
     def __init__(self, data: Any = None, requires_grad: bool = True) -> None:
         if data is None:
@@ -54,6 +56,7 @@ class Parameter(Tensor):
         array = data.data if isinstance(data, Tensor) else _to_array(data, None, "Parameter")
         _init_leaf(self, array, requires_grad)
         _set_owners(self, [])
+        _set_successor(self, None)
 
     def requires_grad_(self, requires_grad: bool = True) -> "Parameter":
         """A new Parameter with the same data and the given ``requires_grad`` (not rebound anywhere)."""
@@ -69,12 +72,14 @@ class Parameter(Tensor):
 
 
 _set_owners = Parameter.__dict__["_owners"].__set__
+_set_successor = Parameter.__dict__["_successor"].__set__
 
 
 def _make_parameter(data: Any, requires_grad: bool) -> Parameter:
     p = _new_object(Parameter)
     _init_leaf(p, data, requires_grad)
     _set_owners(p, [])
+    _set_successor(p, None)
     return p
 
 
@@ -152,12 +157,33 @@ def rebind(mapping: Mapping[Tensor, Any]) -> dict[Tensor, Parameter]:
     for old, value in mapping.items():
         new = as_parameter(value, old)
         result[old] = new
-        if isinstance(old, Parameter):
+        if isinstance(old, Parameter) and new is not old:
+            _set_successor(old, new)
             for module, name in list(_live_owners(old)):
                 module._parameters[name] = new
                 untrack(old, module, name)
                 track(new, module, name)
     return result
+
+
+def current(param: Tensor) -> Tensor:
+    """The Parameter that replaced ``param`` through :func:`rebind`, following every later rebind.
+
+    An optimizer built before ``model.load_state_dict(...)``, ``model.to(...)`` or an
+    ``nn.init`` call holds the old Parameters; it follows them here to the ones the model
+    holds now. A tensor that was never rebound is returned as is.
+
+    Example:
+        >>> import fgraph as fg
+        >>> lin = fg.nn.Linear(2, 2)
+        >>> old = lin.weight
+        >>> _ = lin.load_state_dict(fg.nn.Linear(2, 2).state_dict())
+        >>> fg.nn.parameter.current(old) is lin.weight
+        True
+    """
+    while isinstance(param, Parameter) and param._successor is not None:
+        param = param._successor
+    return param
 
 
 def as_parameter(value: Any, like: Optional[Tensor] = None) -> Parameter:

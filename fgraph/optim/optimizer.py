@@ -5,7 +5,8 @@ a mapping ``{param: grad}``, or a sequence aligned with the optimizer's paramete
 computes every parameter group's update in **one jitted kernel** over all its
 parameters (PyTorch's ``foreach``/fused idea), and *rebinds* the new parameters on
 the modules that hold the old ones (tied parameters stay tied; the old records are
-unchanged). Parameters without a gradient are left alone and their state does not
+unchanged). Parameters rebound elsewhere after the optimizer was built
+(``model.load_state_dict``, ``model.to``, ``nn.init``) are followed to the current ones. Parameters without a gradient are left alone and their state does not
 advance, as PyTorch skips ``grad=None``.
 
 A subclass declares its update as a pure function of arrays:
@@ -43,7 +44,7 @@ import jax.numpy as jnp
 
 from fgraph.autograd.grad_mode import enable_grad
 from fgraph.nn.modules._state_dict import as_array
-from fgraph.nn.parameter import Parameter, as_parameter, rebind
+from fgraph.nn.parameter import Parameter, as_parameter, current, rebind
 from fgraph.tensor import Tensor, _wrap
 
 __all__ = ["Optimizer", "required"]
@@ -138,6 +139,7 @@ class Optimizer:
         ``closure``: a function that recomputes the loss and returns it (the optimizer
         differentiates it) or returns ``(loss, grads)``.
         """
+        self._refresh()
         loss = None
         if closure is not None:
             loss, closure_grads = self._evaluate(closure)
@@ -154,7 +156,20 @@ class Optimizer:
 
     def parameters(self) -> list[Tensor]:
         """The current parameters of every group, in order (they change object at every step)."""
+        self._refresh()
         return [p for group in self.param_groups for p in group["params"]]
+
+    def _refresh(self) -> None:
+        """Follow parameters rebound elsewhere since the last step (``model.load_state_dict``, ``to()``,
+        ``nn.init``...) to the Parameters the modules hold now; their state goes with them."""
+        for group in self.param_groups:
+            params = group["params"]
+            for i, p in enumerate(params):
+                now = current(p)
+                if now is not p:
+                    params[i] = now
+                    if p in self.state:
+                        self.state[now] = self.state.pop(p)
 
     def _evaluate(self, closure: Callable[[], Any]) -> tuple[Any, Any]:
         with enable_grad():
@@ -248,6 +263,7 @@ class Optimizer:
             >>> sd["param_groups"][0]["params"], sd["state"]
             ([0, 1], {})
         """
+        self._refresh()
         index: dict = {}
         groups = []
         for group in self.param_groups:
@@ -266,6 +282,7 @@ class Optimizer:
         Groups must match in number and sizes. Floating state is cast to its parameter's
         dtype (``step`` keeps its own), as PyTorch does; options come from the saved groups.
         """
+        self._refresh()
         saved_groups = state_dict["param_groups"]
         if len(saved_groups) != len(self.param_groups):
             raise ValueError(f"loaded state dict has {len(saved_groups)} parameter groups, the optimizer has "
