@@ -147,3 +147,20 @@ def test_cosine_similarity_broadcasts():
     expected = (a2 * b2).sum(-1) / (np.linalg.norm(a2, axis=-1) * np.linalg.norm(b2, axis=-1))
     assert out.shape == (2, 4)
     np.testing.assert_allclose(out.numpy(), expected, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["nll_loss", "cross_entropy", "max_pool1d", "adaptive_max_pool1d"])
+def test_cached_constants_first_made_under_jit_are_reusable_eagerly(name):
+    # Layers cache per-shape constants (class ids, pool window tables); one made inside a jax.jit trace must be
+    # concrete, or the next eager call meets a leaked tracer.
+    shape = (2, 7, 9) if "pool" in name else (2, 7, 5)  # a shape no other test uses, so the cache starts empty
+    call = {
+        "nll_loss": lambda x: F.nll_loss(x, fg.tensor(np.array([[0, 6, 1, 2, 3], [4, 5, 0, 1, 2]]))),
+        "cross_entropy": lambda x: F.cross_entropy(x, fg.tensor(np.array([[0, 6, 1, 2, 3], [4, 5, 0, 1, 2]]))),
+        "max_pool1d": lambda x: F.max_pool1d(x, 3, 2),
+        "adaptive_max_pool1d": lambda x: F.adaptive_max_pool1d(x, 4),
+    }[name]
+    a = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    jitted = jax.jit(lambda arr: call(fg.tensor(arr)).data)(a)
+    eager = call(fg.tensor(a)).data
+    np.testing.assert_allclose(np.asarray(eager), np.asarray(jitted), rtol=1e-6)

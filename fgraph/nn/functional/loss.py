@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 from typing import Optional
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -206,7 +207,8 @@ def _class_ids(c: int, class_dim: int, ndim: int, dtype: np.dtype) -> Tensor:
     """``arange(c)`` laid along ``class_dim`` of an ``ndim``-d input: made once (on the host), not per call."""
     shape = [1] * ndim
     shape[class_dim] = c
-    return _wrap(jnp.asarray(np.arange(c, dtype=dtype).reshape(shape)))
+    with jax.ensure_compile_time_eval():  # a concrete constant even when first made under a trace
+        return _wrap(jnp.asarray(np.arange(c, dtype=dtype).reshape(shape)))
 
 
 def _nll_parts(input: Tensor, target: Tensor, weight_c: Optional[Tensor], ignore_index: int, class_dim: int):

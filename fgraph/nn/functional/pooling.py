@@ -20,6 +20,7 @@ import functools
 
 from typing import Optional
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -114,6 +115,12 @@ def _max_by_table(op, input, n, table, outs, return_indices):
     return (out, ind) if return_indices else out
 
 
+def _constant(table: np.ndarray) -> jax.Array:
+    """A device constant that is concrete even when first made under a trace (so caching it leaks no tracer)."""
+    with jax.ensure_compile_time_eval():
+        return jnp.asarray(table)
+
+
 @functools.lru_cache(maxsize=256)
 def _max_pool_table(op, spatial, k, s, p, d, ceil_mode):
     """The window table of a max pool, built and uploaded once per static configuration."""
@@ -123,7 +130,7 @@ def _max_pool_table(op, spatial, k, s, p, d, ceil_mode):
         pos = np.arange(o)[:, None] * ss - pp + np.arange(kk)[None, :] * dd
         per_dim.append(np.where((pos >= 0) & (pos < L), pos, -1))
     table, outs = _combine(per_dim, spatial)
-    return jnp.asarray(table), outs
+    return _constant(table), outs
 
 
 def _max_pool(op, n, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
@@ -180,7 +187,7 @@ def _adaptive_max_table(spatial, outs):
             pos[i, : e - s] = np.arange(s, e)
         per_dim.append(pos)
     table, outs = _combine(per_dim, spatial)
-    return jnp.asarray(table), outs
+    return _constant(table), outs
 
 
 def _adaptive_sizes(op, n, input, output_size):
