@@ -2,10 +2,12 @@
 published update rules; groups, skipped parameters, tied weights, immutability, state dicts, habits."""
 import math
 
+import jax
 import numpy as np
 import pytest
 
 import fgraph as fg
+import fgraph.nn.functional as F
 from fgraph import nn, optim
 
 STEPS = 20
@@ -238,9 +240,43 @@ def test_one_kernel_per_group_and_no_recompile_when_lr_changes():
         opt.step(model(x).sum().backward())
         (kernel,) = opt._kernels.values()
         sizes.append(kernel._cache_size())
-    # The first step sees host-made (uncommitted) arrays, later ones the kernel's own outputs: two
-    # compiles in all, then none, whatever the learning rate.
-    assert sizes[1:] == [sizes[1]] * 5 and sizes[1] <= 2
+    # Parameters and first states are committed to their device when made, like the kernel's own
+    # outputs, so the first step's compile serves every later step, whatever the learning rate.
+    assert sizes == [1] * 6
+
+
+def test_a_training_step_compiles_nothing_after_the_first_steps():
+    # Host-made module arrays are committed (nn.parameter.placed) like kernel outputs; otherwise every
+    # forward and backward kernel compiled again at the second step. The engine's fusion compiles
+    # a repeated backward graph at its second sighting; after that a step compiles nothing.
+    import logging
+
+    compiled = []
+
+    class Count(logging.Handler):
+        def emit(self, record):
+            if record.getMessage().startswith("Compiling"):
+                compiled.append(record.getMessage())
+
+    model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 3))
+    opt = optim.Adam(model.parameters(), lr=0.1)
+    x, y = fg.randn(5, 4), fg.tensor([0, 1, 2, 0, 1])
+    logger, handler = logging.getLogger("jax"), Count()
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        with jax.log_compiles(True):
+            per_step = []
+            for _ in range(4):
+                compiled.clear()
+                opt.step(F.cross_entropy(model(x), y).backward())
+                per_step.append(len(compiled))
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    assert per_step[2:] == [0, 0], per_step
+    assert per_step[1] <= 1, compiled  # at most the fused backward program
 
 
 def test_sequence_of_gradients_and_closure():

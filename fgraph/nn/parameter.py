@@ -27,6 +27,8 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional
 
+import jax
+
 from fgraph.tensor import Tensor, _init_leaf, _new_object, _to_array
 
 if TYPE_CHECKING:
@@ -54,7 +56,7 @@ class Parameter(Tensor):
         if data is None:
             data = _to_array([], None, "Parameter")
         array = data.data if isinstance(data, Tensor) else _to_array(data, None, "Parameter")
-        _init_leaf(self, array, requires_grad)
+        _init_leaf(self, placed(array), requires_grad)
         _set_owners(self, [])
         _set_successor(self, None)
 
@@ -75,9 +77,21 @@ _set_owners = Parameter.__dict__["_owners"].__set__
 _set_successor = Parameter.__dict__["_successor"].__set__
 
 
+def placed(array: Any) -> Any:
+    """``array`` committed to the device it is on.
+
+    Arrays made on the host are *uncommitted* and kernel outputs computed from committed
+    arrays are committed; ``jax.jit`` compiles the two apart. Committing a module's arrays
+    when they are made lets the first training step's kernels serve every later step.
+    """
+    if isinstance(array, jax.core.Tracer) or not isinstance(array, jax.Array) or array.committed:
+        return array
+    return jax.device_put(array, array.sharding)
+
+
 def _make_parameter(data: Any, requires_grad: bool) -> Parameter:
     p = _new_object(Parameter)
-    _init_leaf(p, data, requires_grad)
+    _init_leaf(p, placed(data), requires_grad)
     _set_owners(p, [])
     _set_successor(p, None)
     return p

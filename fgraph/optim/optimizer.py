@@ -223,7 +223,7 @@ class Optimizer:
         if kernel is None:
             kernel = self._kernels[flags] = jax.jit(functools.partial(type(self)._update, flags))
         hyper = {name: group[name] for name in self._hyper}
-        states = [_arrays(self.state[p]) if p in self.state else self._init_state(p, group) for _, p, _ in active]
+        states = [_arrays(self.state[p]) if p in self.state else self._first_state(p, group) for _, p, _ in active]
         grad_arrays = [g.data if g.dtype == p.dtype else g.data.astype(p.dtype) for _, p, g in active]
         new_params, new_states = kernel(hyper, [p.data for _, p, _ in active], grad_arrays, states)
         replaced = {}
@@ -236,6 +236,15 @@ class Optimizer:
                 order = list(old_state) + [k for k in state if k not in old_state]
                 self.state[new] = {k: None if state[k] is None else _wrap(state[k]) for k in order}
         rebind({old: new for old, new in replaced.items() if isinstance(old, Parameter)})
+
+    def _first_state(self, param: Tensor, group: dict) -> dict:
+        # Placed like the parameter (committed, as later steps' states are), so the first step's kernel is reused.
+        state = self._init_state(param, group)
+        data = param.data
+        if isinstance(data, jax.core.Tracer) or not data.committed:  # nothing to match
+            return state
+        where = data.sharding
+        return {k: None if v is None else jax.device_put(v, where) for k, v in state.items()}
 
     # -- what subclasses define -----------------------------------------------------------------------
     def _flags(self, group: dict) -> tuple:

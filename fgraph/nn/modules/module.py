@@ -55,7 +55,7 @@ from fgraph.nn.modules._hooks import (  # noqa: F401  (re-exported: torch's fgra
     register_module_full_backward_pre_hook,
 )
 from fgraph.nn.modules._pytree import register as register_pytree
-from fgraph.nn.parameter import Buffer, Parameter, _make_parameter, rebind, track, untrack
+from fgraph.nn.parameter import Buffer, Parameter, _make_parameter, placed, rebind, track, untrack
 from fgraph.tensor import Tensor, _wrap
 
 __all__ = [
@@ -158,7 +158,11 @@ class Module(HookMixin):
             raise TypeError(
                 f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' (fgraph Tensor or None required)"
             )
-        self._buffers[name] = _wrap(tensor.data) if isinstance(tensor, Buffer) else tensor
+        if tensor is not None and tensor._edge is None:  # a plain value: commit it (see nn.parameter.placed)
+            data = placed(tensor.data)
+            if data is not tensor.data or isinstance(tensor, Buffer):
+                tensor = _wrap(data)
+        self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
         else:
