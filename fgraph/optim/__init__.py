@@ -15,6 +15,7 @@ from fgraph.optim.sgd import SGD
 from fgraph.optim.adam import Adam, AdamW
 from fgraph.optim.rmsprop import RMSprop
 from fgraph.optim.adagrad import Adagrad
+from fgraph.optim.lbfgs import LBFGS
 from fgraph.optim import lr_scheduler
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "LBFGS"]

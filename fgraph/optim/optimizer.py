@@ -226,16 +226,25 @@ class Optimizer:
         states = [_arrays(self.state[p]) if p in self.state else self._first_state(p, group) for _, p, _ in active]
         grad_arrays = [g.data if g.dtype == p.dtype else g.data.astype(p.dtype) for _, p, g in active]
         new_params, new_states = kernel(hyper, [p.data for _, p, _ in active], grad_arrays, states)
-        replaced = {}
-        for (i, p, _), data, state, old_state in zip(active, new_params, new_states, states):
-            new = as_parameter(data, p) if isinstance(p, Parameter) else Tensor(data, requires_grad=p.requires_grad)
-            replaced[p] = new
-            params[i] = new
+        replaced = self._rebind_group(group, {i: data for (i, _, _), data in zip(active, new_params)})
+        for (_, p, _), state, old_state in zip(active, new_states, states):
             self.state.pop(p, None)
             if state:  # keys in the state's own order (jit returns dicts sorted)
                 order = list(old_state) + [k for k in state if k not in old_state]
-                self.state[new] = {k: None if state[k] is None else _wrap(state[k]) for k in order}
+                self.state[replaced[p]] = {k: None if state[k] is None else _wrap(state[k]) for k in order}
+
+    @staticmethod
+    def _rebind_group(group: dict, new_data: Mapping[int, Any]) -> dict:
+        """Put a new parameter holding ``new_data[i]`` at ``group["params"][i]`` and rebind it on every module
+        that holds the old one; returns ``{old: new}``."""
+        params = group["params"]
+        replaced = {}
+        for i, data in new_data.items():
+            p = params[i]
+            new = as_parameter(data, p) if isinstance(p, Parameter) else Tensor(data, requires_grad=p.requires_grad)
+            replaced[p] = params[i] = new
         rebind({old: new for old, new in replaced.items() if isinstance(old, Parameter)})
+        return replaced
 
     def _first_state(self, param: Tensor, group: dict) -> dict:
         # Placed like the parameter (committed, as later steps' states are), so the first step's kernel is reused.
