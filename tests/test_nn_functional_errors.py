@@ -1,4 +1,6 @@
 """Bad input to fgraph.nn.functional: one test per kind of mistake, each asserting on the message."""
+import warnings
+
 import jax
 import numpy as np
 import pytest
@@ -222,3 +224,11 @@ def test_normalize_out_argument():
 def test_cosine_similarity_shapes():
     with pytest.raises(OpError, match=r"cosine_similarity: shapes \[\(2, 3\), \(2, 4\)\] do not broadcast"):
         F.cosine_similarity(fg.ones(2, 3), fg.ones(2, 4))
+
+
+def test_kl_div_mean_warns_like_torch():
+    with pytest.warns(UserWarning, match="batchmean"):
+        F.kl_div(fg.zeros(2, 3), fg.ones(2, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        F.kl_div(fg.zeros(2, 3), fg.ones(2, 3), reduction="batchmean")

@@ -24,6 +24,7 @@ Example:
 from __future__ import annotations
 
 import functools
+import warnings
 from typing import Optional
 
 import jax
@@ -414,6 +415,11 @@ def kl_div(input: Tensor, target: Tensor, size_average: Optional[bool] = None, r
     if size_average is not None or reduce is not None:
         reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction, op, ("none", "batchmean", "sum", "mean"))
+    if reduction == "mean":  # PyTorch's warning, word for word in substance
+        warnings.warn(
+            "kl_div: reduction='mean' divides the total loss by both the batch size and the support size; "
+            "'batchmean' divides only by the batch size, which is the KL divergence's definition. "
+            "Pass reduction='batchmean' for the KL divergence.", UserWarning, stacklevel=2)
     if log_target:
         loss = exp(target) * (target - input)
     else:
