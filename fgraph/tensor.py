@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
+from warnings import warn as _warn
 
 import jax
 import jax.numpy as jnp
@@ -153,6 +154,25 @@ class Tensor:
         if self.data.size != 1:
             raise ValueError(f"item(): tensor has {self.data.size} elements, expected 1 (shape {self.shape}).")
         return self.numpy().reshape(()).item()
+
+    def __jax_array__(self) -> jax.Array:
+        """The data, so ``jnp.sin(t)``, ``jnp.asarray(t)`` take a Tensor; the result is an array, off the graph."""
+        return self.data
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
+                   copy: Optional[bool] = None) -> Any:
+        """Export the data through DLPack (zero-copy where JAX allows); a Tensor that requires grad warns."""
+        if isinstance(self.data, jax.core.Tracer):
+            raise TypeError("__dlpack__: this tensor is traced (inside jax.jit, vmap or fg.compile) and has no "
+                            "buffer to share; export the tensors the traced function returns.")
+        if self._edge is not None:
+            _warn("__dlpack__: exporting a tensor that requires grad shares its values only; the autograd graph is "
+                  "not carried, so gradients will not flow back to it. Export t.detach() to silence this warning.",
+                  UserWarning, stacklevel=2)
+        return self.data.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self) -> tuple:
+        return self.data.__dlpack_device__()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         arr = np.asarray(self.data)

@@ -5,7 +5,9 @@ included) and **copy** by default, so neither side can change the other's values
 a later in-place op on the torch tensor (``t.add_(1)``) never reaches the fgraph
 tensor, whose promise is to be immutable, and an in-place op on the torch result of
 ``to_torch`` never reaches the JAX buffer. ``to_torch(x, copy=False)`` shares the
-buffer instead (zero-copy; then do not modify the torch tensor in place).
+buffer instead (zero-copy; then do not modify the torch tensor in place). For a
+zero-copy import, ``fg.from_dlpack(t.detach())`` aliases the torch buffer on CPU (then
+do not modify ``t`` in place); docs/arrays.md has the whole table of conversions.
 
 The graph does not cross: ``from_torch`` gives an fgraph leaf, ``to_torch`` a torch
 leaf; each side differentiates its own computation. torch is imported only when one

@@ -262,23 +262,66 @@ def test_deepcopy_makes_independent_leaves():
     assert lin.weight.tolist() != clone.weight.tolist()
 
 
-def test_module_is_a_pytree_of_named_leaves():
+def test_module_is_a_pytree_of_named_arrays():
     net = fg_net()
+    net.extra[1] = net.extra[1].requires_grad_(False)
     leaves_with_path, treedef = jax.tree_util.tree_flatten_with_path(net)
     names = [jax.tree_util.keystr(p) for p, _ in leaves_with_path]
     assert names == ["." + n for n, _ in net.named_parameters()] + ["." + n for n, _ in net.named_buffers()]
     leaves = [leaf for _, leaf in leaves_with_path]
+    assert all(type(leaf) is type(net.scale.data) for leaf in leaves)  # arrays, not Tensors
+    assert leaves[0] is net.scale.data
     doubled = jax.tree_util.tree_unflatten(treedef, [leaf * 2 for leaf in leaves])
     assert doubled is not net and type(doubled) is type(net)
     assert doubled.tied.weight is doubled.embed.weight  # one leaf, still tied
     assert doubled.shared is doubled.blocks[0]
+    assert isinstance(doubled.embed.weight, nn.Parameter) and doubled.embed.weight.requires_grad
+    assert isinstance(doubled.extra[1], nn.Parameter) and not doubled.extra[1].requires_grad  # remembered
+    assert not isinstance(doubled.steps, nn.Parameter) and not doubled.steps.requires_grad
+    assert [n for n, _ in doubled.named_parameters()] == [n for n, _ in net.named_parameters()]
     np.testing.assert_allclose(doubled.embed.weight.numpy(), 2 * net.embed.weight.numpy())
     assert net.embed.weight.tolist() != doubled.embed.weight.tolist()  # original untouched
-    mapped = jax.tree_util.tree_map(lambda t: t * 0, net)
+    assert owners(doubled.embed.weight)  # the copy's new Parameters are tracked, so rebind reaches them
+    mapped = jax.tree_util.tree_map(lambda a: a * 0, net)
     assert all(float(abs(p).sum()) == 0 for p in mapped.parameters())
+    # Tensors are accepted too: a Tensor that requires grad is kept as it is (gradients flow to it).
+    w = fg.ones(4, 3, requires_grad=True)
+    subst = jax.tree_util.tree_unflatten(treedef, [w if n == ".embed.weight" else leaf
+                                                   for n, leaf in zip(names, leaves)])
+    assert subst.embed.weight is w and subst.tied.weight is w
     assert jax.tree_util.tree_structure(net) == treedef
     net.eval()
     assert jax.tree_util.tree_structure(net) != treedef  # a change of mode is a change of structure
+    net.train()
+    net.scale = net.scale.requires_grad_(False)
+    assert jax.tree_util.tree_structure(net) != treedef  # so is a change of requires_grad
+
+
+def test_module_pytree_under_jax_jit_grad_and_vmap():
+    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
+    x = fg.tensor(np.linspace(-1.0, 1.0, 15, dtype=np.float32).reshape(5, 3))
+    expected = model(x).numpy()
+    np.testing.assert_allclose(jax.jit(lambda m, x: m(x).data)(model, x), expected, rtol=1e-6)
+
+    def ref(w1, b1, w2, b2, x):
+        return (jax.numpy.tanh(x @ w1.T + b1) @ w2.T + b2).sum()
+
+    params = [p.data for p in model.parameters()]
+    expected_grads = jax.grad(ref, argnums=(0, 1, 2, 3))(*params, x.data)
+    grads = jax.jit(jax.grad(lambda m, x: m(x).sum().data))(model, x)
+    assert type(grads) is nn.Sequential and grads is not model
+    for got, want in zip(grads.parameters(), expected_grads):
+        np.testing.assert_allclose(got.numpy(), np.asarray(want), rtol=1e-5, atol=1e-6)
+    batched = jax.vmap(lambda m, x: m(x).data, in_axes=(None, 0))(model, fg.stack([x, 2 * x]))
+    np.testing.assert_allclose(batched[1], model(2 * x).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_parameter_and_buffer_are_pytree_nodes():
+    p = nn.Parameter(fg.ones(2), requires_grad=False)
+    q = jax.tree_util.tree_map(lambda a: a + 1, p)
+    assert type(q) is nn.Parameter and not q.requires_grad and q.tolist() == [2.0, 2.0]
+    b = jax.tree_util.tree_map(lambda a: a * 3, nn.Buffer(fg.ones(1), persistent=False))
+    assert type(b) is nn.Buffer and b.persistent is False and b.tolist() == [3.0]
 
 
 def test_containers():

@@ -1,0 +1,64 @@
+"""Arrays in from other libraries (DLPack), and a Tensor as a JAX pytree node.
+
+Example:
+    >>> import jax
+    >>> import fgraph as fg
+    >>> jax.tree_util.tree_leaves({"w": fg.ones(2)})
+    [Array([1., 1.], dtype=float32)]
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from fgraph.tensor import Tensor, _wrap
+
+__all__ = ["from_dlpack"]
+
+
+def from_dlpack(ext_tensor: Any, *, copy: Optional[bool] = None) -> Tensor:
+    """A leaf Tensor (not requiring grad) from any DLPack producer: a NumPy array, torch tensor, JAX array...
+
+    ``copy=None`` shares the producer's memory where JAX can (same device, a buffer
+    aligned as XLA needs; otherwise JAX copies): a later in-place change of a NumPy or
+    torch producer then shows in the Tensor. ``copy=True`` always copies.
+
+    Example:
+        >>> import numpy as np
+        >>> import fgraph as fg
+        >>> fg.from_dlpack(np.arange(3, dtype=np.int16), copy=True)
+        tensor([0, 1, 2], dtype=int16)
+    """
+    if not hasattr(ext_tensor, "__dlpack__"):
+        raise TypeError(f"from_dlpack: expected an object with __dlpack__ (a NumPy array, torch tensor, JAX array...), "
+                        f"got {type(ext_tensor).__name__}; fg.tensor(data) converts other data.")
+    if isinstance(ext_tensor, np.ndarray) and not ext_tensor.flags.writeable:
+        return _wrap(jnp.array(ext_tensor))  # NumPy refuses to export read-only arrays through DLPack
+    try:
+        array = jax.dlpack.from_dlpack(ext_tensor, copy=copy)
+    except (RuntimeError, TypeError, ValueError, BufferError) as exc:
+        raise TypeError(f"from_dlpack: cannot import a {type(ext_tensor).__name__} (shape "
+                        f"{tuple(getattr(ext_tensor, 'shape', ()))}, dtype {getattr(ext_tensor, 'dtype', '?')}) through "
+                        f"DLPack: {exc} Use fg.tensor(...) (for torch: interop.from_torch, which detaches).") from None
+    return _wrap(jnp.array(array, copy=True) if copy else array)  # JAX may alias even when asked to copy
+
+
+# A Tensor is a pytree node whose one leaf is its array (key ``.data``); the graph is not in the tree, and
+# unflattening makes a plain record of whatever leaf JAX gives (array, tracer, sentinel).
+def _flatten_keyed(t: Tensor) -> tuple:
+    return ((_DATA_KEY, t.data),), None
+
+
+def _flatten(t: Tensor) -> tuple:
+    return (t.data,), None
+
+
+def _unflatten(aux: None, children: Sequence[Any]) -> Tensor:
+    return _wrap(children[0])
+
+
+_DATA_KEY = jax.tree_util.GetAttrKey("data")
+jax.tree_util.register_pytree_with_keys(Tensor, _flatten_keyed, _unflatten, _flatten)
