@@ -316,6 +316,20 @@ def test_module_pytree_under_jax_jit_grad_and_vmap():
     np.testing.assert_allclose(batched[1], model(2 * x).numpy(), rtol=1e-5, atol=1e-6)
 
 
+def test_copies_made_by_unflattening_share_the_structure_so_a_jitted_loop_traces_once():
+    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
+    x = fg.randn(5, 3)
+    grad_fn = jax.jit(jax.grad(lambda m, x: m(x).sum().data))
+    update = jax.jit(lambda m, g: jax.tree_util.tree_map(lambda p, d: p - 0.1 * d, m, g))
+    for _ in range(3):
+        grads = grad_fn(model, x)
+        assert jax.tree_util.tree_structure(grads) == jax.tree_util.tree_structure(model)
+        model = update(model, grads)
+    assert grad_fn._cache_size() == 1 and update._cache_size() == 1
+    twin = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))  # built separately: its own structure
+    assert jax.tree_util.tree_structure(twin) != jax.tree_util.tree_structure(model)
+
+
 def test_parameter_and_buffer_are_pytree_nodes():
     p = nn.Parameter(fg.ones(2), requires_grad=False)
     q = jax.tree_util.tree_map(lambda a: a + 1, p)

@@ -33,6 +33,7 @@ Example:
 """
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Any, Sequence
 
 import jax
@@ -54,8 +55,11 @@ _TABLES = ("_parameters", "_buffers")
 class ModuleDef:
     """The static part of a flattened Module: the module, its submodules, where each leaf goes and what it is.
 
-    Two defs are equal when they come from the same module object with the same
-    slots, leaf kinds and ``training`` flags, so a change of mode or structure retraces.
+    Two defs are equal when their modules are the same modules or copies made by
+    unflattening (a *lineage*: ``jax.tree.map(f, model)`` and the gradients ``jax.grad``
+    returns share the model's), with the same slots, leaf kinds and ``training`` flags; so
+    a loop ``model = update(model, grads)`` under ``jax.jit`` traces once, and a change of
+    mode or structure retraces.
     """
 
     __slots__ = ("modules", "children", "slots", "training", "names", "kinds")
@@ -69,16 +73,27 @@ class ModuleDef:
         self.training = tuple(m.training for m in modules)
 
     def _key(self) -> tuple:
-        return (id(self.modules[0]), self.children, self.slots, self.kinds, self.training)
+        return (tuple(_lineage(m) for m in self.modules), self.children, self.slots, self.kinds, self.training)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, ModuleDef) and self.modules[0] is other.modules[0] and self._key() == other._key()
+        return isinstance(other, ModuleDef) and self._key() == other._key()
 
     def __hash__(self) -> int:
         return hash(self._key())
 
     def __repr__(self) -> str:
         return f"ModuleDef({type(self.modules[0]).__name__}, leaves={list(self.names)})"
+
+
+_LINEAGES: "weakref.WeakKeyDictionary[Module, object]" = weakref.WeakKeyDictionary()
+
+
+def _lineage(module: "Module") -> object:
+    """A token shared by a module and the copies unflattening makes of it (and their copies)."""
+    token = _LINEAGES.get(module)
+    if token is None:
+        token = _LINEAGES[module] = object()
+    return token
 
 
 def _flatten(root: "Module") -> tuple[list, ModuleDef]:
@@ -139,6 +154,7 @@ def _unflatten(moduledef: ModuleDef, leaves: Any) -> "Module":
     for module in moduledef.modules:
         clone = object.__new__(type(module))
         clone.__dict__.update(module.__dict__)
+        _LINEAGES[clone] = _lineage(module)
         for table in ("_parameters", "_buffers", "_modules"):
             clone.__dict__[table] = dict(module.__dict__[table])
         clones.append(clone)
