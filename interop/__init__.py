@@ -24,6 +24,8 @@ _HOMES = {
     "to_torch": "interop.torch_bridge",
     "to_jax": "interop.jax_bridge",
     "from_jax": "interop.jax_bridge",
+    "check_grads": "interop.check",
+    "GradientMismatch": "interop.check",
 }
 
 __all__ = list(_HOMES)
