@@ -13,7 +13,7 @@ Example:
 import numpy as _np
 
 from fgraph import autograd, linalg, nn, ops, optim, random, utils
-from fgraph import viz
+from fgraph import func, viz
 from fgraph._methods import install as _install_methods
 from fgraph.autograd import (
     Gradients,
