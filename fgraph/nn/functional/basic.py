@@ -41,9 +41,10 @@ from fgraph.nn.functional._utils import (
 from fgraph.ops._declare import apply_op, declare
 from fgraph.ops.elementwise import clamp, mul, relu
 from fgraph.ops.linalg_norms import vector_norm_of
+from fgraph.ops.einsum import einsum
 from fgraph.ops.linalg import matmul
 from fgraph.ops.reduction import sum as _sum
-from fgraph.ops.shape import expand, matrix_transpose, permute, reshape, squeeze, unsqueeze
+from fgraph.ops.shape import expand, permute, reshape, squeeze, unsqueeze
 from fgraph.random import Generator, check_implicit_key, resolve_key
 from fgraph.tensor import Tensor
 
@@ -88,7 +89,8 @@ def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tens
             f"linear: input of shape {tuple(input.shape)} and weight of shape {tuple(weight.shape)} do not fit: "
             "weight must be (out_features, in_features) with in_features equal to input.shape[-1]."
         )
-    out = matmul(input, matrix_transpose(weight)) if weight.ndim == 2 else matmul(input, weight)
+    # One contraction against the (out, in) weight: no transposed copy of it, and its gradient is formed directly.
+    out = einsum("...i,oi->...o", input, weight) if weight.ndim == 2 else matmul(input, weight)
     if bias is not None:
         check_float(bias, "linear", "bias")
         if not broadcasts_to(bias, tuple(out.shape)):
