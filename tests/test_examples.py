@@ -40,6 +40,8 @@ EXPECTED = {
                          r"Adam state of 10 parameters"],
                         ["digits_cnn.safetensors", "digits_adam.safetensors", "digits_training.png"]),
     "grad_cam.py": ([r"gradient check: .* max \|difference\| = \S+", r"predictions \["], ["grad_cam.png"]),
+    "jax_interop.py": ([r"trained in a jax.jit loop", r"node Rk4StepBackward0", r"check_grads: .*: passed",
+                        r"vmap vs a loop of fg.grad: max \|difference\|"], ["jax_interop.json"]),
     "maml_sine.py": ([r"^\s+MAML\s+[\d.]+ ->\s+[\d.]+ ->\s+[\d.]+", r"^\s+first-order MAML\s+[\d.]+ ->\s+[\d.]+ ->"],
                      ["maml_sine.png"]),
 }
