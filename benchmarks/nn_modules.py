@@ -16,7 +16,6 @@ Run: ``python benchmarks/nn_modules.py [--quick]``.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from typing import Callable, Optional
 
@@ -25,7 +24,7 @@ import numpy as np
 import fgraph as fg
 import fgraph.nn.functional as F
 from fgraph import nn
-from overhead import _block, measure_all, thread_settings, torch
+from overhead import _block, cli, measure_all, thread_settings, torch
 
 BUDGET = 1.05
 
@@ -143,9 +142,7 @@ def _noop_hook(module: nn.Module, args: tuple, output: object) -> None:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer, shorter repeats (a smoke run)")
-    return run(parser.parse_args(argv).quick)
+    return cli(run, __doc__, argv)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ Run: ``python benchmarks/optim_step.py [--quick]``.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from typing import Callable, Optional
 
@@ -29,7 +28,7 @@ import numpy as np
 import fgraph as fg
 import fgraph.nn.functional as F
 from fgraph import nn
-from overhead import _block, measure_all, thread_settings, torch
+from overhead import _block, cli, measure_all, thread_settings, torch
 
 SIZES, BATCH, LR = (784, 256, 256, 10), 64, 1e-3
 BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
@@ -155,9 +154,7 @@ def run(quick: bool) -> int:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer, shorter repeats (a smoke run)")
-    return run(parser.parse_args(argv).quick)
+    return cli(run, __doc__, argv)
 
 
 if __name__ == "__main__":

@@ -322,11 +322,15 @@ def run(quick: bool) -> int:
     return 0
 
 
-def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def cli(run_benchmark: Callable[[bool], int], doc: str, argv: Optional[list[str]] = None) -> int:
+    """The benchmarks' command line: ``--quick`` for fewer, shorter repeats; returns ``run_benchmark(quick)``."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer, shorter repeats (a smoke run)")
-    args = parser.parse_args(argv)
-    return run(args.quick)
+    return run_benchmark(parser.parse_args(argv).quick)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    return cli(run, __doc__, argv)
 
 
 if __name__ == "__main__":

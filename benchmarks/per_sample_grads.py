@@ -18,7 +18,6 @@ Run: ``python benchmarks/per_sample_grads.py [--quick]``.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from typing import Callable, Optional
 
@@ -30,7 +29,7 @@ import fgraph as fg
 import fgraph.nn.functional as F
 from fgraph import nn
 from fgraph.func import functional_call, grad, vmap
-from overhead import _block, measure_all, thread_settings, torch
+from overhead import _block, cli, measure_all, thread_settings, torch
 
 SIZES, BATCH = (784, 256, 10), 64
 BUDGET = 5.0
@@ -172,9 +171,7 @@ def run(quick: bool) -> int:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer, shorter repeats (a smoke run)")
-    return run(parser.parse_args(argv).quick)
+    return cli(run, __doc__, argv)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ Run: ``python benchmarks/second_order_and_scale.py [--quick]``.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from typing import Callable, Optional
 
@@ -25,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import fgraph as fg
-from overhead import _block, check_agreement, measure_all, thread_settings, torch
+from overhead import _block, check_agreement, cli, measure_all, thread_settings, torch
 
 HVP_SIZE = 64
 GRAPH_NODES = 10_000
@@ -167,9 +166,7 @@ def run(quick: bool) -> int:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer, shorter repeats (a smoke run)")
-    return run(parser.parse_args(argv).quick)
+    return cli(run, __doc__, argv)
 
 
 if __name__ == "__main__":
