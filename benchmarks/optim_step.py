@@ -28,20 +28,10 @@ import numpy as np
 import fgraph as fg
 import fgraph.nn.functional as F
 from fgraph import nn
-from overhead import _block, cli, measure_all, thread_settings, torch
+from overhead import _block, cli, measure_all, model_batch, thread_settings, torch
 
 SIZES, BATCH, LR = (784, 256, 256, 10), 64, 1e-3
 BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
-
-
-def make_data() -> tuple[dict, np.ndarray, np.ndarray]:
-    """Initial weights (``state_dict`` names of the Sequential) and one batch."""
-    fg.manual_seed(0)
-    model = build()
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((BATCH, SIZES[0])).astype(np.float32)
-    y = rng.integers(0, SIZES[-1], BATCH)
-    return {k: v.numpy() for k, v in model.state_dict().items()}, x, y
 
 
 def build() -> nn.Sequential:
@@ -138,7 +128,7 @@ def run(quick: bool) -> int:
     for line in thread_settings():
         print("  " + line)
     print(f"  timing: median of {repeats} interleaved repeats, each a batch of calls lasting ~{target * 1e3:.0f} ms")
-    weights, x, y = make_data()
+    weights, x, y = model_batch(build, BATCH, SIZES[0], SIZES[-1])
     peers = {"fgraph eager": fgraph_step(weights, x, y), "jax.jit (pure JAX)": jax_step(weights, x, y)}
     if torch is not None:
         peers["PyTorch eager"] = torch_step(weights, x, y)

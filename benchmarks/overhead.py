@@ -116,6 +116,16 @@ MLP_PARAMS = [f"{k}{i}" for i in range(len(MLP_SIZES) - 1) for k in ("w", "b")]
 
 
 # The op sequence, written once over any array/tensor namespace: step i applies op i % 4.
+def model_batch(build: Callable[[], object], batch: int, n_in: int, n_classes: int) -> tuple[dict, np.ndarray, np.ndarray]:
+    """A seeded model's ``state_dict`` as NumPy arrays and one classification batch, shared by every peer."""
+    fg.manual_seed(0)
+    model = build()
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((batch, n_in)).astype(np.float32)
+    y = rng.integers(0, n_classes, batch)
+    return {k: v.numpy() for k, v in model.state_dict().items()}, x, y
+
+
 def chain_forward(x, c, d, sin, tanh):
     h = x
     for i in range(CHAIN_OPS):

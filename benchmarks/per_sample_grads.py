@@ -29,19 +29,10 @@ import fgraph as fg
 import fgraph.nn.functional as F
 from fgraph import nn
 from fgraph.func import functional_call, grad, vmap
-from overhead import _block, cli, measure_all, thread_settings, torch
+from overhead import _block, cli, measure_all, model_batch, thread_settings, torch
 
 SIZES, BATCH = (784, 256, 10), 64
 BUDGET = 5.0
-
-
-def make_data() -> tuple[dict, np.ndarray, np.ndarray]:
-    fg.manual_seed(0)
-    model = build()
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((BATCH, SIZES[0])).astype(np.float32)
-    y = rng.integers(0, SIZES[-1], BATCH)
-    return {k: v.numpy() for k, v in model.state_dict().items()}, x, y
 
 
 def build() -> nn.Sequential:
@@ -148,7 +139,7 @@ def run(quick: bool) -> int:
     for line in thread_settings():
         print("  " + line)
     print(f"  timing: median of {repeats} interleaved repeats, each a batch of calls lasting ~{target * 1e3:.0f} ms")
-    weights, x, y = make_data()
+    weights, x, y = model_batch(build, BATCH, SIZES[0], SIZES[-1])
     peers = {
         "fgraph vmap(grad)": fgraph_vmap(weights, x, y),
         "fgraph loop of fg.grad": fgraph_loop(weights, x, y),
