@@ -66,6 +66,11 @@ from fgraph.tensor import (
 
 _install_methods()
 
+# ``fg.compile`` is the function; its package stays importable as ``fgraph.compile`` (``from fgraph.compile import
+# CompileError``), as ``torch.compile`` is a function.
+from fgraph.compile import compile  # noqa: E402,F811
+from fgraph import distributed  # noqa: E402
+
 # Dtype names (fg.float32, fg.int64, fg.bool...), promotion and the default dtype. Last: it
 # rebinds float/int/bool in this namespace, as torch does.
 from fgraph.dtypes import *  # noqa: F401,F403,E402

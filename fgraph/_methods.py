@@ -79,7 +79,8 @@ _PLATFORMS = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu", "tpu": "tpu"}
 
 
 def resolve_device(device: Any) -> Any:
-    """A ``jax.Device`` from a device or a platform name (``'cpu'``, ``'gpu:1'``, ``'cuda'``)."""
+    """A ``jax.Device`` from a device or a platform name (``'cpu'``, ``'gpu:1'``, ``'cuda'``); a
+    ``jax.sharding.Sharding`` is returned as it is."""
     if isinstance(device, str):
         platform, _, index = device.partition(":")
         try:
@@ -91,7 +92,9 @@ def resolve_device(device: Any) -> Any:
 
 def is_device(arg: Any) -> bool:
     """Whether ``arg`` names a device (a ``jax.Device`` or a platform name) rather than a dtype."""
-    return isinstance(arg, jax.Device) or (isinstance(arg, str) and arg.split(":")[0] in _PLATFORMS)
+    if isinstance(arg, (jax.Device, jax.sharding.Sharding)):
+        return True
+    return isinstance(arg, str) and arg.split(":")[0] in _PLATFORMS
 
 
 def _to_device(t: Tensor, device: Any) -> Tensor:

@@ -42,6 +42,8 @@ EXPECTED = {
     "grad_cam.py": ([r"gradient check: .* max \|difference\| = \S+", r"predictions \["], ["grad_cam.png"]),
     "jax_interop.py": ([r"trained in a jax.jit loop", r"node Rk4StepBackward0", r"check_grads: .*: passed",
                         r"vmap vs a loop of fg.grad: max \|difference\|"], ["jax_interop.json"]),
+    "data_parallel.py": ([r"replicated on 4 devices", r"trajectories agree on a mesh of 4 devices"],
+                         ["data_parallel_losses.json"]),
     "maml_sine.py": ([r"^\s+MAML\s+[\d.]+ ->\s+[\d.]+ ->\s+[\d.]+", r"^\s+first-order MAML\s+[\d.]+ ->\s+[\d.]+ ->"],
                      ["maml_sine.png"]),
 }

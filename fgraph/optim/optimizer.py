@@ -222,7 +222,7 @@ class Optimizer:
         kernel = self._kernels.get(flags)
         if kernel is None:
             kernel = self._kernels[flags] = jax.jit(functools.partial(type(self)._update, flags))
-        hyper = {name: group[name] for name in self._hyper}
+        hyper = self._hyper_values(group)
         states = [_arrays(self.state[p]) if p in self.state else self._first_state(p, group) for _, p, _ in active]
         grad_arrays = [g.data if g.dtype == p.dtype else g.data.astype(p.dtype) for _, p, g in active]
         new_params, new_states = kernel(hyper, [p.data for _, p, _ in active], grad_arrays, states)
@@ -232,6 +232,13 @@ class Optimizer:
             if state:  # keys in the state's own order (jit returns dicts sorted)
                 order = list(old_state) + [k for k in state if k not in old_state]
                 self.state[replaced[p]] = {k: None if state[k] is None else _wrap(state[k]) for k in order}
+
+    def _hyper_values(self, group: dict) -> dict:
+        """The group's traced options; ``fgraph.compile`` substitutes traced values while it traces a step."""
+        traced = self.__dict__.get("_traced_hyper")
+        if traced is not None and id(group) in traced:
+            return traced[id(group)]
+        return {name: group[name] for name in self._hyper}
 
     @staticmethod
     def _rebind_group(group: dict, new_data: Mapping[int, Any]) -> dict:

@@ -44,8 +44,11 @@ def converter(args: tuple, kwargs: dict) -> Callable[[Any], Any]:
         out = array
         if dtype is not None and jnp.issubdtype(array.dtype, jnp.inexact) and array.dtype != dtype:
             out = out.astype(dtype)
-        if device is not None and getattr(out, "devices", None) is not None and device not in out.devices():
-            out = jax.device_put(out, device)
+        if device is None or getattr(out, "devices", None) is None:
+            return out
+        if isinstance(device, jax.sharding.Sharding):
+            return out if out.sharding == device else jax.device_put(out, device)
+        return out if device in out.devices() and len(out.devices()) == 1 else jax.device_put(out, device)
         return out
 
     return convert

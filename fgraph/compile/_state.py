@@ -1,0 +1,341 @@
+"""The mutable state a compiled step reads and writes, as a table of *slots*.
+
+A slot is one place that holds an array-valued thing: a module's parameter or buffer
+(``module._parameters[name]``), an optimizer's parameter (``param_groups[g]["params"][i]``),
+one entry of that parameter's optimizer state, a numeric option of a group (``lr``,
+``betas``...: traced, so a scheduler changing it does not retrace), or a generator's key.
+
+:func:`capture` lists the slots of the objects a step touches and their current values.
+While tracing, :meth:`StateTable.install` puts *stand-ins* holding the traced arrays into
+every slot (the step then runs on the real objects), :meth:`StateTable.read` reads what the
+step left there, and :meth:`StateTable.restore` puts the original values back. After the
+compiled program ran, :meth:`StateTable.write_back` puts its results into the slots the
+way the eager step would have: parameters are *rebound* (``fgraph.nn.parameter.rebind``),
+so tied parameters stay tied and every holder sees the new ones.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, NamedTuple
+
+from fgraph.nn.modules.module import Module
+from fgraph.nn.parameter import Parameter, _make_parameter, owners, rebind, track
+from fgraph.optim.optimizer import Optimizer
+from fgraph.random import Generator, default_generator
+from fgraph.tensor import Tensor, _init_leaf, _new_object
+
+__all__ = ["StateTable", "capture", "is_stateful", "UNCHANGED"]
+
+_HOOK_TABLES = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
+
+_MISSING = object()
+
+#: In a step's results: the slot still holds the value it was given (nothing to write back).
+UNCHANGED = -1
+
+
+def is_stateful(value: Any) -> bool:
+    """Whether ``value`` is an object whose state a compiled step threads (Module, Optimizer, Generator)."""
+    return isinstance(value, (Module, Optimizer, Generator))
+
+
+class Slot(NamedTuple):
+    kind: str          # "module", "param", "state", "hyper" or "rng"
+    owner: int         # index of the object in the table's ``objects``
+    where: tuple       # ("_parameters", name) / (group, index) / (group, index, key) / (group, name) / ()
+
+
+class StateTable:
+    """The objects of one call, their slots and the values the slots held when captured."""
+
+    def __init__(self, objects: list) -> None:
+        self.objects = objects
+        self.slots: list[Slot] = []
+        self.values: list = []          # the slot's value: a Tensor, a key array, or a number / tuple of numbers
+        self._saved_state: dict = {}    # optimizer index -> its ``state`` dict (restored after tracing)
+        for index, obj in enumerate(objects):
+            if isinstance(obj, Module):
+                self._capture_module(index, obj)
+            elif isinstance(obj, Optimizer):
+                self._capture_optimizer(index, obj)
+            else:
+                self.slots.append(Slot("rng", index, ()))
+                self.values.append(obj.get_state())
+
+    # -- capture --------------------------------------------------------------------------------------
+    def _capture_module(self, index: int, module: Module) -> None:
+        for table in ("_parameters", "_buffers"):
+            for name, value in module.__dict__[table].items():
+                if value is not None:
+                    self.slots.append(Slot("module", index, (table, name)))
+                    self.values.append(value)
+
+    def _capture_optimizer(self, index: int, opt: Optimizer, refresh: bool = True) -> None:
+        if refresh:
+            opt._refresh()
+        for g, group in enumerate(opt.param_groups):
+            for name in opt._hyper:
+                self.slots.append(Slot("hyper", index, (g, name)))
+                self.values.append(group[name])
+            for i, p in enumerate(group["params"]):
+                self.slots.append(Slot("param", index, (g, i)))
+                self.values.append(p)
+                for key, value in opt.state.get(p, {}).items():
+                    if value is not None and not isinstance(value, Tensor):
+                        raise TypeError(
+                            f"fgraph.compile: {type(opt).__name__}.state entry {key!r} is a {type(value).__name__}; "
+                            "a compiled step threads only Tensor state (load the state dict with Tensors)."
+                        )
+                    self.slots.append(Slot("state", index, (g, i, key)))
+                    self.values.append(value)
+
+    # -- what the compiled program takes and gives ------------------------------------------------------
+    def leaves(self) -> tuple[list, tuple]:
+        """The distinct values as program inputs, and per slot the index of its input (static)."""
+        inputs: list = []
+        position: dict = {}
+        which = []
+        for value in self.values:
+            key = id(value)
+            if key not in position:
+                position[key] = len(inputs)
+                inputs.append(_array_of(value))
+            which.append(position[key])
+        self._which = tuple(which)
+        return inputs, self._which
+
+    def structure(self) -> tuple:
+        """What about these objects changes the traced program (besides the inputs' shapes and dtypes)."""
+        parts = []
+        for obj in self.objects:
+            if isinstance(obj, Module):
+                hooks = tuple(tuple(obj.__dict__.get(t, {})) for t in _HOOK_TABLES)
+                parts.append(("module", _token(obj), obj.training, hooks))
+            elif isinstance(obj, Optimizer):
+                parts.append(("optimizer", _token(obj), tuple(obj._flags(g) for g in obj.param_groups)))
+            else:
+                parts.append(("generator", _token(obj)))
+        kinds = tuple((slot.kind, slot.owner, slot.where, _kind_of(value)) for slot, value in zip(self.slots, self.values))
+        return tuple(parts), kinds
+
+    # -- while tracing ----------------------------------------------------------------------------------
+    def install(self, inputs: list, which: tuple) -> None:
+        """Put stand-ins holding ``inputs`` (traced) into every slot."""
+        self._given: dict = {}
+        made: dict = {}
+        for slot, value, index in zip(self.slots, self.values, which):
+            if index not in made:
+                made[index] = _standin(value, inputs[index])
+                self._given[id(made[index])] = index
+            if slot.kind == "param" and slot.owner not in self._saved_state:
+                opt = self.objects[slot.owner]
+                self._saved_state[slot.owner] = opt.state
+                opt.state = {}  # rekeyed by the stand-ins
+            self._put(slot, made[index], fresh=True)
+        self._standins = made
+
+    def read(self) -> tuple[tuple, tuple, list]:
+        """What the step left in the objects: the slots now (an optimizer may have made state), per slot
+        ``UNCHANGED``, ``("input", i)`` or ``("new", output index, kind)``, and the new values."""
+        probe = StateTable.__new__(StateTable)
+        probe.objects, probe.slots, probe.values, probe._saved_state = self.objects, [], [], {}
+        for index, obj in enumerate(self.objects):
+            if isinstance(obj, Module):
+                probe._capture_module(index, obj)
+            elif isinstance(obj, Optimizer):
+                probe._capture_optimizer(index, obj, refresh=False)
+            else:
+                probe.slots.append(Slot("rng", index, ()))
+                probe.values.append(obj._key)
+        before = dict(zip(self.slots, self._which))
+        outputs: list = []
+        position: dict = {}
+        placement = []
+        captured = dict(zip(self.slots, self.values))
+        for slot, value in zip(probe.slots, probe.values):
+            if slot.kind == "hyper" and captured.get(slot, _MISSING) is value:
+                placement.append(UNCHANGED)
+                continue
+            given = self._given.get(id(value))
+            if slot.kind == "hyper":
+                opt = self.objects[slot.owner]
+                raise RuntimeError(
+                    f"fgraph.compile: the step changed {type(opt).__name__}.param_groups[{slot.where[0]}]"
+                    f"[{slot.where[1]!r}] while tracing; that runs once, not at every call. Call scheduler.step() "
+                    "(or set the option) outside the compiled function: options are inputs of the program."
+                )
+            if given is not None:
+                placement.append(UNCHANGED if before.get(slot) == given else ("input", given))
+                continue
+            if id(value) not in position:
+                position[id(value)] = len(outputs)
+                outputs.append(_array_of(value))
+            placement.append(("new", position[id(value)], _kind_of(value)))
+        return tuple(probe.slots), tuple(placement), outputs
+
+    def restore(self) -> None:
+        """Put every captured value back (after tracing, also after a failed trace)."""
+        for index, state in self._saved_state.items():
+            self.objects[index].state = state
+        for obj in self.objects:
+            if isinstance(obj, Optimizer):
+                obj.__dict__.pop("_traced_hyper", None)
+        for slot, value in zip(self.slots, self.values):
+            if slot.kind != "state":
+                self._put(slot, value, fresh=False)
+        self._saved_state = {}
+
+    # -- after the program ran -------------------------------------------------------------------------
+    def write_back(self, slots: tuple, placement: tuple, new: list) -> None:
+        """Put the program's results into the objects as the eager step would have (parameters rebound,
+        optimizer state keyed by the new parameters)."""
+        original = {}
+        for value, index in zip(self.values, self._which):
+            original.setdefault(index, value)
+        current = dict(zip(self.slots, self.values))
+        made: dict = {}
+        final = []
+        for slot, where in zip(slots, placement):
+            if where == UNCHANGED:
+                final.append(current[slot])
+            elif where[0] == "input":
+                final.append(original[where[1]])
+            else:
+                if where[1] not in made:
+                    made[where[1]] = _rebuild(new[where[1]], where[2])
+                final.append(made[where[1]])
+        renamed = {current[slot]: value for slot, value in zip(slots, final)
+                   if slot.kind in ("module", "param") and isinstance(current.get(slot), Parameter)
+                   and isinstance(value, Parameter) and value is not current[slot]}
+        if renamed:
+            rebind(renamed)  # every module holding an old parameter, captured or not, gets the new one
+        states: dict = {}
+        for slot, value in zip(slots, final):
+            if slot.kind == "state":
+                g, i, key = slot.where
+                states.setdefault(slot.owner, {}).setdefault((g, i), {})[key] = value
+            elif slot.kind != "hyper":
+                if slot.kind == "param":
+                    states.setdefault(slot.owner, {})
+                self._put(slot, value, fresh=False)
+        for owner, entries in states.items():
+            opt = self.objects[owner]
+            opt.state = {opt.param_groups[g]["params"][i]: entry for (g, i), entry in entries.items()}
+
+    # -- slot access ----------------------------------------------------------------------------------------
+    def _put(self, slot: Slot, value: Any, *, fresh: bool) -> None:
+        obj = self.objects[slot.owner]
+        if slot.kind == "module":
+            table, name = slot.where
+            obj.__dict__[table][name] = value
+            if fresh and isinstance(value, Parameter):
+                track(value, obj, name)
+        elif slot.kind == "param":
+            g, i = slot.where
+            obj.param_groups[g]["params"][i] = value
+        elif slot.kind == "state":
+            g, i, key = slot.where
+            obj.state.setdefault(obj.param_groups[g]["params"][i], {})[key] = value
+        elif slot.kind == "hyper":
+            g, name = slot.where
+            if fresh:  # the group keeps its Python value (it shapes the update); the kernel gets the traced one
+                traced = obj.__dict__.setdefault("_traced_hyper", {})
+                traced.setdefault(id(obj.param_groups[g]), {})[name] = value
+        else:
+            obj._key = value
+
+
+def capture(objects: Iterable[Any]) -> StateTable:
+    """The state table of ``objects`` plus what they imply: every submodule of a module, the modules
+    holding an optimizer's parameters, and the default generator."""
+    ordered: list = []
+    names: dict = {}
+
+    def add(obj: Any, name: str) -> None:
+        if id(obj) not in names:
+            names[id(obj)] = name
+            ordered.append(obj)
+
+    def add_module(module: Module) -> None:
+        root = type(module).__name__
+        for path, sub in module.named_modules():
+            add(sub, f"{root}.{path}" if path else root)
+
+    for obj in objects:
+        if isinstance(obj, Module):
+            add_module(obj)
+        else:
+            add(obj, type(obj).__name__)
+    for obj in list(ordered):
+        if isinstance(obj, Optimizer):
+            for p in obj.parameters():
+                if isinstance(p, Parameter):
+                    for module, _ in owners(p):
+                        add_module(module)
+    add(default_generator, "default_generator")
+    table = StateTable(ordered)
+    table.names = [names[id(obj)] for obj in ordered]
+    return table
+
+
+def slot_name(table: StateTable, slot: Slot) -> str:
+    """A readable name of a slot, for retrace explanations (``Sequential.0.weight``, ``Adam.state[0]['exp_avg']``)."""
+    owner = table.names[slot.owner]
+    if slot.kind == "module":
+        return f"{owner}.{slot.where[1]}"
+    if slot.kind == "param":
+        return f"{owner}.param_groups[{slot.where[0]}]['params'][{slot.where[1]}]"
+    if slot.kind == "state":
+        return f"{owner}.state[group {slot.where[0]}, param {slot.where[1]}][{slot.where[2]!r}]"
+    if slot.kind == "hyper":
+        return f"{owner}.param_groups[{slot.where[0]}][{slot.where[1]!r}]"
+    return f"{owner} state"
+
+
+# -- values ---------------------------------------------------------------------------------------------
+def _array_of(value: Any) -> Any:
+    if isinstance(value, Tensor):
+        return value.data
+    return value  # a key array, a number, a tuple of numbers (jit traces numbers as weak-typed scalars)
+
+
+def _kind_of(value: Any) -> tuple:
+    if isinstance(value, Parameter):
+        return ("parameter", value.requires_grad)
+    if isinstance(value, Tensor):
+        return ("tensor", value.requires_grad)
+    if value is None:
+        return ("none",)
+    return ("value",)
+
+
+def _standin(value: Any, traced: Any) -> Any:
+    if isinstance(value, Parameter):
+        return _make_parameter(traced, value.requires_grad)
+    if isinstance(value, Tensor):
+        out = _new_object(Tensor)
+        _init_leaf(out, traced, value.requires_grad)
+        return out
+    return traced
+
+
+def _rebuild(array: Any, kind: tuple) -> Any:
+    if kind[0] == "parameter":
+        return _make_parameter(array, kind[1])
+    if kind[0] == "tensor":
+        out = _new_object(Tensor)
+        _init_leaf(out, array, kind[1])
+        return out
+    return array
+
+
+_TOKENS: dict = {}
+
+
+def _token(obj: Any) -> Any:
+    """A hashable stand-in for an object's identity that does not keep it alive (modules: their lineage)."""
+    if isinstance(obj, Module):
+        from fgraph.nn.modules._pytree import _lineage
+
+        return _lineage(obj)
+    return ("object", id(obj), type(obj).__name__)
+

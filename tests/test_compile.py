@@ -1,0 +1,288 @@
+"""fgraph.compile: a compiled step equals the eager step, writes state back, retraces only when it must."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fgraph as fg
+import fgraph.nn.functional as F
+from fgraph.compile import CompileError
+
+RNG = np.random.default_rng(0)
+
+
+def _mlp():
+    fg.manual_seed(0)
+    model = fg.nn.Sequential(fg.nn.Linear(5, 8), fg.nn.Tanh(), fg.nn.Linear(8, 3)).double()
+    opt = fg.optim.Adam(model.parameters(), lr=1e-2)
+    return model, opt, fg.optim.lr_scheduler.StepLR(opt, step_size=10, gamma=0.5)
+
+
+def _train_step(model, opt, x, y):
+    loss = F.cross_entropy(model(x), y)
+    opt.step(loss.backward())
+    return loss
+
+
+def _max_state_gap(a: dict, b: dict) -> float:
+    return max(float(np.max(np.abs(a[k].numpy() - b[k].numpy()))) for k in a)
+
+
+def _run(step, model, opt, sched, batches):
+    losses = []
+    for x, y in batches:
+        losses.append(step(model, opt, x, y).item())
+        sched.step()
+    return np.array(losses)
+
+
+def _batches(n, shape=(6, 5), classes=3):
+    return [(fg.tensor(RNG.normal(size=shape)), fg.tensor(RNG.integers(0, classes, size=shape[0]))) for _ in range(n)]
+
+
+def test_mlp_adam_scheduler_50_steps_match_eager():
+    batches = _batches(50)
+    eager = _mlp()
+    compiled = _mlp()
+    step = fg.compile(_train_step)
+    a = _run(_train_step, *eager, batches)
+    b = _run(step, *compiled, batches)
+    np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)
+    assert _max_state_gap(eager[0].state_dict(), compiled[0].state_dict()) < 1e-9
+    sa, sb = eager[1].state_dict(), compiled[1].state_dict()
+    assert sa["param_groups"][0]["lr"] == sb["param_groups"][0]["lr"] == 1e-2 * 0.5 ** 5
+    for i in sa["state"]:
+        assert _max_state_gap(sa["state"][i], sb["state"][i]) < 1e-9
+    # The first step makes Adam's state (one retrace, explained); the scheduler's new lr retraces nothing.
+    assert step.traces == 2
+    assert "state" in step.retrace_reasons[0]
+
+
+def test_parameters_are_rebound_on_the_module_and_followed_by_the_optimizer():
+    model, opt, _ = _mlp()
+    before = model[0].weight
+    step = fg.compile(_train_step)
+    x, y = _batches(1)[0]
+    step(model, opt, x, y)
+    assert model[0].weight is not before and isinstance(model[0].weight, fg.nn.Parameter)
+    assert fg.nn.parameter.current(before) is model[0].weight
+    assert opt.param_groups[0]["params"][0] is model[0].weight
+    assert set(map(id, opt.state)) == {id(p) for p in model.parameters()}
+    assert not isinstance(model[0].weight.data, fg.nn.parameter.jax.core.Tracer)
+
+
+def test_returned_gradients_are_keyed_by_the_callers_parameters():
+    model, opt, _ = _mlp()
+    x, y = _batches(1)[0]
+    params = list(model.parameters())
+    expected = F.cross_entropy(model(x), y).backward()
+
+    @fg.compile
+    def grads_of(model, x, y):
+        return F.cross_entropy(model(x), y).backward()
+
+    grads = grads_of(model, x, y)
+    assert isinstance(grads, fg.Gradients) and len(grads) == len(params)
+    for p in params:
+        np.testing.assert_allclose(grads[p].numpy(), expected[p].numpy(), rtol=1e-12)
+
+
+def _cnn(dropout: float):
+    fg.manual_seed(3)
+    model = fg.nn.Sequential(
+        fg.nn.Conv2d(1, 4, 3), fg.nn.BatchNorm2d(4), fg.nn.ReLU(), fg.nn.Dropout(dropout),
+        fg.nn.Flatten(), fg.nn.Linear(4 * 6 * 6, 3),
+    ).double()
+    opt = fg.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    return model, opt, fg.optim.lr_scheduler.ExponentialLR(opt, gamma=0.9)
+
+
+@pytest.mark.parametrize("dropout", [0.0, 0.25])
+def test_cnn_batchnorm_dropout_matches_eager(dropout):
+    batches = _batches(6, shape=(4, 1, 8, 8))
+    eager, compiled = _cnn(dropout), _cnn(dropout)
+    step = fg.compile(_train_step)
+    fg.manual_seed(11)
+    a = _run(_train_step, *eager, batches)
+    key_after_eager = fg.random.get_rng_state()
+    fg.manual_seed(11)
+    b = _run(step, *compiled, batches)
+    np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(np.asarray(fg.random.get_rng_state()), np.asarray(key_after_eager))
+    sa, sb = eager[0].state_dict(), compiled[0].state_dict()
+    assert {"1.running_mean", "1.running_var", "1.num_batches_tracked"} <= set(sb)
+    assert _max_state_gap(sa, sb) < 1e-9
+    assert int(sb["1.num_batches_tracked"].item()) == len(batches)
+
+
+def test_eval_mode_retraces_once_and_says_why():
+    model, opt, _ = _cnn(0.0)
+    step = fg.compile(_train_step)
+    x, y = _batches(1, shape=(4, 1, 8, 8))[0]
+    step(model, opt, x, y)
+    step(model, opt, x, y)
+    traces = step.traces
+    model.eval()
+    step(model, opt, x, y)
+    step(model, opt, x, y)
+    assert step.traces == traces + 1
+    assert "training changed: True -> False" in step.retrace_reasons[-1]
+
+
+def test_new_batch_shape_retraces_once_and_says_why(caplog):
+    model, opt, _ = _mlp()
+    step = fg.compile(_train_step, explain=True)
+    for x, y in _batches(3):
+        step(model, opt, x, y)
+    traces = step.traces
+    with caplog.at_level("WARNING", logger="fgraph.compile"):
+        for x, y in _batches(3, shape=(9, 5)):
+            step(model, opt, x, y)
+    assert step.traces == traces + 1
+    reason = step.retrace_reasons[-1]
+    assert "argument 2 (x): float64[6, 5] -> float64[9, 5]" in reason and "argument 3 (y)" in reason
+    assert reason in caplog.text
+
+
+def test_static_argument_retraces_on_a_new_value():
+    @fg.compile(static_argnums=1)
+    def power_sum(x, n):
+        return (x ** n).sum()
+
+    x = fg.tensor([1.0, 2.0])
+    assert power_sum(x, 2).item() == 5.0 and power_sum(x, 2).item() == 5.0
+    assert power_sum(x, 3).item() == 9.0
+    assert power_sum.traces == 2 and "static argument 1 (n) changed: 2 -> 3" in power_sum.retrace_reasons[-1]
+
+
+def test_maml_outer_step_with_create_graph_matches_eager():
+    def make():
+        fg.manual_seed(5)
+        model = fg.nn.Sequential(fg.nn.Linear(1, 16), fg.nn.Tanh(), fg.nn.Linear(16, 1)).double()
+        return model, fg.optim.Adam(model.parameters(), lr=1e-3)
+
+    def maml_step(model, opt, xs, ys, xq, yq):
+        params = dict(model.named_parameters())
+        names = list(params)
+        loss = F.mse_loss(fg.func.functional_call(model, params, (xs,)), ys)
+        grads = fg.grad(loss, list(params.values()), create_graph=True)
+        fast = {n: params[n] - 0.1 * g for n, g in zip(names, grads)}
+        outer = F.mse_loss(fg.func.functional_call(model, fast, (xq,)), yq)
+        opt.step(outer.backward())
+        return outer
+
+    data = [tuple(fg.tensor(RNG.normal(size=(5, 1))) for _ in range(4)) for _ in range(4)]
+    eager, compiled = make(), make()
+    step = fg.compile(maml_step)
+    a = [maml_step(*eager, *d).item() for d in data]
+    b = [step(*compiled, *d).item() for d in data]
+    np.testing.assert_allclose(b, a, rtol=1e-9)
+    assert _max_state_gap(eager[0].state_dict(), compiled[0].state_dict()) < 1e-9
+
+
+class _ScaledSquare(fg.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 3 * g * x  # deliberately not 2x: the compiled step must use this rule
+
+
+def test_hooks_and_custom_functions_run_inside_the_program():
+    calls = []
+
+    def step(w, x):
+        w.register_hook(lambda g: g * 10)
+        h = _ScaledSquare.apply(w * x)
+        h.register_hook(lambda g: calls.append(g.shape) or g)
+        return fg.grad(h.sum(), [w])[0]
+
+    w = fg.tensor([1.0, 2.0], requires_grad=True)
+    x = fg.tensor([3.0, 4.0])
+    expected = step(w, x)
+    compiled = fg.compile(step)
+    np.testing.assert_allclose(compiled(w, x).numpy(), expected.numpy())
+    np.testing.assert_allclose(compiled(w, x).numpy(), 10 * 3 * (w * x * x).numpy())
+    assert len(calls) == 2  # the eager call, then the one trace: Python runs when tracing only
+
+
+def test_checkpointed_block_inside_a_compiled_step():
+    from fgraph.autograd.checkpoint import checkpoint
+
+    fg.manual_seed(0)
+    block = fg.nn.Sequential(fg.nn.Linear(4, 4), fg.nn.Dropout(0.5), fg.nn.Tanh()).double()
+
+    def step(block, x):
+        return fg.grad(checkpoint(block, x, use_reentrant=False).sum(), [block[0].weight])[0]
+
+    x = fg.tensor(RNG.normal(size=(3, 4)))
+    fg.manual_seed(2)
+    a = step(block, x)
+    fg.manual_seed(2)
+    b = fg.compile(step)(block, x)
+    np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-12)
+
+
+def test_objects_reached_through_globals_are_threaded():
+    model, opt, _ = _mlp()
+    x, y = _batches(1)[0]
+    globals()["_GLOBAL_MODEL"], globals()["_GLOBAL_OPT"] = model, opt
+
+    def step(x, y):
+        return _train_step(_GLOBAL_MODEL, _GLOBAL_OPT, x, y)  # noqa: F821
+
+    compiled = fg.compile(step)
+    first = compiled(x, y).item()
+    second = compiled(x, y).item()
+    assert second < first and compiled.traces == 2
+    del globals()["_GLOBAL_MODEL"], globals()["_GLOBAL_OPT"]
+
+
+@pytest.mark.parametrize("body, what", [
+    ("if loss > 0:\n        loss = loss * 2", "if"),
+    ("print(loss.item())", ".item()"),
+    ("loss = x[x > 0].sum()", "mask"),
+])
+def test_value_dependent_python_names_the_line(body, what):
+    source = f"def step(x):\n    loss = (x * x).sum()\n    {body}\n    return loss\n"
+    scope: dict = {}
+    exec(compile(source, "<my_step>", "exec"), scope)
+    import linecache
+
+    linecache.cache["<my_step>"] = (len(source), None, source.splitlines(True), "<my_step>")
+    with pytest.raises(CompileError) as info:
+        fg.compile(scope["step"])(fg.tensor([1.0, -2.0]))
+    message = str(info.value)
+    assert "<my_step>:3" in message and body.splitlines()[0].strip() in message
+    assert what in message or (what == "mask" and "boolean-mask" in message)
+
+
+def test_changing_the_learning_rate_inside_is_refused():
+    model, opt, sched = _mlp()
+
+    def step(model, opt, x, y):
+        loss = _train_step(model, opt, x, y)
+        sched.step()
+        return loss
+
+    with pytest.raises(RuntimeError, match="scheduler.step"):
+        fg.compile(step)(model, opt, *_batches(1)[0])
+    assert opt.param_groups[0]["lr"] == 1e-2 and not opt.state  # nothing half-written
+
+
+def test_a_failed_trace_leaves_the_objects_as_they_were():
+    model, opt, _ = _mlp()
+    params = list(model.parameters())
+
+    def step(model, opt, x, y):
+        _train_step(model, opt, x, y)
+        raise ValueError("boom")
+
+    with pytest.raises(ValueError, match="boom"):
+        fg.compile(step)(model, opt, *_batches(1)[0])
+    assert list(model.parameters()) == params and all(a is b for a, b in zip(model.parameters(), params))
+    assert opt.param_groups[0]["params"][0] is params[0] and not opt.state
