@@ -6,6 +6,8 @@ Adam update (lr 1e-3, torch's defaults otherwise).
 
 * **fgraph eager**: ``nn.Sequential`` + ``F.cross_entropy`` + ``loss.backward()`` +
   ``fg.optim.Adam.step(grads)`` (one jitted kernel for the update, parameters rebound);
+* **fgraph compiled**: the same step function under ``fg.compile`` (one XLA program; the
+  issue's budget: at most 1.1x jax.jit);
 * **PyTorch eager**: the same model and ``torch.optim.Adam`` (``zero_grad``, ``backward``,
   ``step``), when torch is installed;
 * **jax.jit (pure JAX)**: the same step written in JAX (forward, ``jax.grad``, Adam's
@@ -41,15 +43,21 @@ def build() -> nn.Sequential:
     return nn.Sequential(*layers[:-1])
 
 
-def fgraph_step(weights: dict, x: np.ndarray, y: np.ndarray) -> tuple[Callable, Callable]:
+def train_step(model: nn.Module, opt: fg.optim.Optimizer, x: fg.Tensor, y: fg.Tensor) -> fg.Tensor:
+    loss = F.cross_entropy(model(x), y)
+    opt.step(loss.backward())
+    return loss
+
+
+def fgraph_step(weights: dict, x: np.ndarray, y: np.ndarray, compiled: bool = False) -> tuple[Callable, Callable]:
     model = build()
     model.load_state_dict(weights)
     opt = fg.optim.Adam(model.parameters(), lr=LR)
     tx, ty = fg.tensor(x), fg.tensor(y)
+    run_step = fg.compile(train_step) if compiled else train_step
 
     def step():
-        loss = F.cross_entropy(model(tx), ty)
-        opt.step(loss.backward())
+        run_step(model, opt, tx, ty)
         _block([p.data for p in opt.parameters()])
 
     return step, lambda: [p.numpy() for p in model.parameters()]
@@ -129,7 +137,8 @@ def run(quick: bool) -> int:
         print("  " + line)
     print(f"  timing: median of {repeats} interleaved repeats, each a batch of calls lasting ~{target * 1e3:.0f} ms")
     weights, x, y = model_batch(build, BATCH, SIZES[0], SIZES[-1])
-    peers = {"fgraph eager": fgraph_step(weights, x, y), "jax.jit (pure JAX)": jax_step(weights, x, y)}
+    peers = {"fgraph eager": fgraph_step(weights, x, y), "fgraph compiled": fgraph_step(weights, x, y, compiled=True),
+             "jax.jit (pure JAX)": jax_step(weights, x, y)}
     if torch is not None:
         peers["PyTorch eager"] = torch_step(weights, x, y)
     check_same({name: peer for name, peer in peers.items()})
