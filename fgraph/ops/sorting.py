@@ -249,7 +249,7 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool
     return SortResult(values, indices)
 
 
-def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
+def argsort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Tensor:
     """The indices that sort ``input`` along ``dim`` (stable; an integer tensor).
 
     Example:
