@@ -254,9 +254,16 @@ def _histc_forward(x, *, bins, min, max):
     inside = (x >= lo) & (x <= hi)
     pos = jnp.clip(jnp.floor((x - lo) * bins / (hi - lo)), 0, bins - 1).astype(jnp.int32)
     # PyTorch's local search: an element on the wrong side of a bin edge moves one bin.
-    edges = jnp.linspace(lo, hi, bins + 1).astype(x.dtype)
+    edges = _linspace(lo, hi, bins)
     pos = jnp.where(x < edges[pos], pos - 1, jnp.where((x >= edges[pos + 1]) & (pos < bins - 1), pos + 1, pos))
     return jnp.zeros(bins, x.dtype).at[jnp.where(inside, pos, 0)].add(inside.astype(x.dtype))
+
+
+def _linspace(lo, hi, bins):
+    """``bins + 1`` edges from ``lo`` to ``hi`` rounded as PyTorch's ``linspace`` rounds them (from both ends)."""
+    step = (hi - lo) / bins
+    i = jnp.arange(bins + 1)
+    return jnp.where(i < (bins + 1) // 2, lo + step * i, hi - step * (bins - i)).astype(lo.dtype)
 
 
 HISTC = declare("histc", _histc_forward, None, params=("bins", "min", "max"), differentiable=False)
