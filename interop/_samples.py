@@ -319,6 +319,15 @@ SAMPLES: dict[str, Sample] = {
     "max_dim": Sample((Arg((2, 3), "sep"),), {"dim": 1, "keepdim": False}),
     "min_dim": Sample((Arg((2, 3), "sep"),), {"dim": 0, "keepdim": True}),
     "linalg_vector_norm": Sample((Arg((2, 3)),), {"ord": 3, "dims": (1,), "keepdim": False}),
+    # sorting and selection
+    "sort": Sample((Arg((2, 4), "sep"),), {"dim": 1, "descending": True}),
+    "topk": Sample((Arg((2, 4), "sep"),), {"k": 2, "dim": 1, "largest": True}),
+    "kthvalue": Sample((Arg((2, 4), "sep"),), {"k": 3, "dim": 1, "keepdim": False}),
+    "median_dim": Sample((Arg((3, 4), "sep"),), {"dim": 0, "keepdim": True, "ignore_nan": False}),
+    "nanmedian_dim": Sample((Arg((3, 4), "sep"),), {"dim": 1, "keepdim": False, "ignore_nan": True}),
+    "median": Sample((Arg((2, 3), "sep"),), {"dims": (0, 1), "keepdim": False}),
+    "nanmedian": Sample((Arg((2, 3), "sep"),), {"dims": (0, 1), "keepdim": False}),
+    "mode": Sample((Arg((2, 4), "sep"),), {"dim": 1, "keepdim": False}),
     # linear algebra
     "linalg_inv": Sample((Arg((3, 3), "wellcond"),)),
     "linalg_solve": Sample((Arg((3, 3), "wellcond"), Arg((3, 2)))),
