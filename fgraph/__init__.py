@@ -34,6 +34,9 @@ from fgraph.ops.indexing import *  # noqa: F401,F403
 from fgraph.ops.gather_scatter import *  # noqa: F401,F403
 from fgraph.ops.linalg import *  # noqa: F401,F403
 from fgraph.ops.linalg_toplevel import *  # noqa: F401,F403
+from fgraph.ops.linalg_more import *  # noqa: F401,F403
+from fgraph.ops.linalg_lu import *  # noqa: F401,F403
+from fgraph.ops.complex_parts import *  # noqa: F401,F403
 from fgraph.ops.reduction import *  # noqa: F401,F403
 from fgraph.ops.reduction_minmax import *  # noqa: F401,F403
 from fgraph.ops.reduction_norm import *  # noqa: F401,F403
