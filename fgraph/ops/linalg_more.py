@@ -118,6 +118,9 @@ def lstsq(A: Tensor, B: Tensor, rcond: Optional[float] = None, *, driver: Option
     rcond = _float_or_none(rcond, op, "rcond")
     check_same_dtype(A, B, op, ("A", "B"))
     m, n = A.shape[-2:]
+    if B.ndim < 1 or not 0 <= A.ndim - B.ndim <= 1:
+        raise OpError(f"{op}: B must have as many dimensions as A {A.shape} (a batch of matrices) or one fewer (a "
+                      f"batch of vectors), got shape {B.shape}; add or remove batch dimensions to match.")
     vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and B.shape == A.shape[:-1])
     b = B.unsqueeze(-1) if vector else B
     if b.ndim < 2 or b.shape[-2] != m:
