@@ -37,6 +37,9 @@ from fgraph.ops.linalg_toplevel import *  # noqa: F401,F403
 from fgraph.ops.sorting import *  # noqa: F401,F403
 from fgraph.ops.selection import *  # noqa: F401,F403
 from fgraph.ops.unique import *  # noqa: F401,F403
+from fgraph.ops.linalg_more import *  # noqa: F401,F403
+from fgraph.ops.linalg_lu import *  # noqa: F401,F403
+from fgraph.ops.complex_parts import *  # noqa: F401,F403
 from fgraph.ops.reduction import *  # noqa: F401,F403
 from fgraph.ops.reduction_minmax import *  # noqa: F401,F403
 from fgraph.ops.reduction_norm import *  # noqa: F401,F403

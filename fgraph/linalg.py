@@ -3,7 +3,10 @@
 Norms (``norm``, ``vector_norm``, ``matrix_norm``), inverses and solves (``inv``,
 ``solve``, ``solve_triangular``, ``pinv``), determinants (``det``, ``slogdet``),
 decompositions (``cholesky``, ``qr``, ``eigh``, ``eigvalsh``, ``svd``, ``svdvals``) and
-products (``matmul``, ``vecdot``, ``multi_dot``), all differentiable to second order
+products (``matmul``, ``vecdot``, ``multi_dot``), and (see :mod:`fgraph.ops.linalg_more`,
+:mod:`fgraph.ops.linalg_lu`, :mod:`fgraph.ops.linalg_eig`) ``matrix_exp``, ``lstsq``, ``eig``, ``eigvals``,
+``lu``, ``lu_factor``, ``lu_solve``, ``matrix_rank``, ``cond``, ``householder_product``, ``tensorinv``,
+``tensorsolve``, ``vander``, ``diagonal`` and the ``_ex`` variants, all differentiable to second order
 with PyTorch's backward formulas (see :mod:`fgraph.ops.decompositions` for the
 conditions, such as distinct eigenvalues for eigenvector gradients).
 
@@ -24,6 +27,11 @@ from fgraph.ops.decompositions import EighResult, QRResult, SVDResult, cholesky,
 from fgraph.ops.linalg import matmul
 from fgraph.ops.linalg_norms import matrix_norm, norm, vector_norm
 from fgraph.ops.linalg_solve import SlogdetResult, det, inv, pinv, slogdet, solve, solve_triangular
+from fgraph.ops.linalg_eig import EigResult, eig, eigvals
+from fgraph.ops.linalg_lu import LUFactorExResult, LUFactorResult, LUResult, lu, lu_factor, lu_factor_ex, lu_solve
+from fgraph.ops.linalg_more import (CholeskyExResult, InvExResult, LstsqResult, SolveExResult, cholesky_ex, cond,
+                                    diagonal, householder_product, inv_ex, lstsq, matrix_exp, matrix_rank, solve_ex,
+                                    tensorinv, tensorsolve, vander)
 from fgraph.tensor import Tensor
 
 
@@ -69,4 +77,8 @@ __all__ = [
     "cholesky", "qr", "eigh", "eigvalsh", "svd", "svdvals",
     "matmul", "vecdot", "multi_dot",
     "SlogdetResult", "QRResult", "EighResult", "SVDResult",
+    "eig", "eigvals", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "matrix_exp", "lstsq", "matrix_rank", "cond",
+    "householder_product", "tensorinv", "tensorsolve", "vander", "diagonal", "inv_ex", "cholesky_ex", "solve_ex",
+    "EigResult", "LUResult", "LUFactorResult", "LUFactorExResult", "LstsqResult", "InvExResult", "CholeskyExResult",
+    "SolveExResult",
 ]

@@ -16,6 +16,7 @@ from fgraph.ops import gather_scatter  # indexing family: gather/scatter
 from fgraph.ops import reduction_minmax, reduction_norm, scan  # reduction families
 from fgraph.ops import linalg_toplevel  # linear algebra: torch.det, torch.svd, ...
 from fgraph.ops import selection, sorting, unique  # sorting and selection: sort, topk, quantile, unique...
+from fgraph.ops import complex_parts, linalg_eig, linalg_lu, linalg_more  # eig, lu, matrix_exp, real/imag...
 
 #: The op family modules. Each declares its primitives on import and lists its
 #: public functions in ``__all__`` (exported as ``fgraph.<name>``) and its Tensor
@@ -28,6 +29,7 @@ FAMILIES += (creation, random_ops)
 FAMILIES += (linalg_toplevel,)
 FAMILIES += (gather_scatter,)
 FAMILIES += (sorting, selection, unique)
+FAMILIES += (complex_parts, linalg_eig, linalg_lu, linalg_more)
 
 __all__ = ["OpDef", "RuleContext", "apply_op", "declare", "registry", "describe", "FAMILIES"]
 
