@@ -419,8 +419,6 @@ _ATTRIBUTE_HINTS = {
     "uniform_": "fgraph tensors are immutable; write x = fg.nn.init.uniform_(x, a, b) (it returns the new "
                 "tensor and rebinds a module's parameter) or x = fg.rand_like(x).",
     "cuda": "write x.to('cuda') (or x.to('gpu')).",
-    "cpu": "write x.to('cpu').",
-    "clone": "fgraph tensors are immutable, so a copy is never needed: use x itself (x.detach() for a new leaf).",
 }
 _OPERATOR_OF = {"add": "x + other", "sub": "x - other", "mul": "x * other", "div": "x / other",
                 "true_divide": "x / other", "pow": "x ** other", "matmul": "x @ other"}
