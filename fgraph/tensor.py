@@ -350,7 +350,7 @@ def _to_array(data: Any, dtype: Optional[np.dtype], op: str) -> jax.Array:
         dtype = default_float_dtype()  # Python floats -> float32, as in PyTorch
     if host.dtype.kind == "O":
         raise TypeError(f"{op}: cannot make a tensor from objects of type {type(data).__name__}.")
-    return jnp.asarray(host, dtype=dtype)
+    return jnp.array(host, dtype=dtype)  # a copy: jnp.asarray may alias a NumPy buffer the caller can still write
 
 
 def _is_torch_tensor(obj: Any) -> bool:
