@@ -13,7 +13,7 @@ every derivative is another fgraph op and differentiates again.
 Tensor attributes (``TENSOR_PROPERTIES``): ``T`` (reverses every dimension; warns, as
 PyTorch does, for tensors that are not 2-D), ``H`` (2-D only) and ``mH`` (conjugate
 transposes: the transpose for the real tensors fgraph differentiates). Methods:
-``clone``, ``contiguous`` (the tensor itself: fgraph has no strides), ``cpu``, ``view_as``,
+``clone``, ``contiguous`` (the tensor itself: fgraph has no strides), ``cpu``, ``view_as``, ``reshape_as``,
 ``type_as``, ``is_floating_point``, ``is_complex``, ``element_size``, ``nelement``.
 
 Example:
@@ -392,6 +392,18 @@ def view_as(self: Tensor, other: Tensor) -> Tensor:
     return reshape(self, other.shape)
 
 
+def reshape_as(self: Tensor, other: Tensor) -> Tensor:
+    """``self`` reshaped to ``other``'s shape (``reshape(other.shape)``).
+
+    Example:
+        >>> import fgraph as fg
+        >>> fg.arange(6.0).reshape_as(fg.zeros(3, 2)).shape
+        (3, 2)
+    """
+    check_tensor(other, "reshape_as", "other")
+    return reshape(self, other.shape)
+
+
 def type_as(self: Tensor, other: Tensor) -> Tensor:
     """``self`` cast to ``other``'s dtype (``self`` itself when they match).
 
@@ -462,7 +474,7 @@ TENSOR_METHODS = {
     "clone": clone, "select": select, "index_fill": index_fill, "index_copy": index_copy,
     "masked_scatter": masked_scatter, "split_with_sizes": split_with_sizes, "hsplit": hsplit, "vsplit": vsplit,
     "dsplit": dsplit, "contiguous": contiguous, "is_contiguous": is_contiguous, "cpu": cpu, "view_as": view_as,
-    "type_as": type_as, "is_floating_point": is_floating_point, "is_complex": is_complex,
+    "reshape_as": reshape_as, "type_as": type_as, "is_floating_point": is_floating_point, "is_complex": is_complex,
     "element_size": element_size, "nelement": nelement,
 }
 #: Installed as ``Tensor.<name>`` properties.
