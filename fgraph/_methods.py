@@ -154,6 +154,9 @@ def install() -> None:
     methods.update(DTYPE_METHODS)
     for name, fn in methods.items():
         type.__setattr__(Tensor, name, fn)
-    for name, fn in PROPERTIES.items():
+    properties = dict(PROPERTIES)
+    for family in FAMILIES:
+        properties.update(getattr(family, "TENSOR_PROPERTIES", {}))
+    for name, fn in properties.items():
         type.__setattr__(Tensor, name, property(fn))
     type.__setattr__(Tensor, "__hash__", object.__hash__)

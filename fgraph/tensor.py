@@ -350,7 +350,7 @@ def _to_array(data: Any, dtype: Optional[np.dtype], op: str) -> jax.Array:
         dtype = default_float_dtype()  # Python floats -> float32, as in PyTorch
     if host.dtype.kind == "O":
         raise TypeError(f"{op}: cannot make a tensor from objects of type {type(data).__name__}.")
-    return jnp.asarray(host, dtype=dtype)
+    return jnp.array(host, dtype=dtype)  # a copy: jnp.asarray may alias a NumPy buffer the caller can still write
 
 
 def _is_torch_tensor(obj: Any) -> bool:
@@ -419,8 +419,6 @@ _ATTRIBUTE_HINTS = {
     "uniform_": "fgraph tensors are immutable; write x = fg.nn.init.uniform_(x, a, b) (it returns the new "
                 "tensor and rebinds a module's parameter) or x = fg.rand_like(x).",
     "cuda": "write x.to('cuda') (or x.to('gpu')).",
-    "cpu": "write x.to('cpu').",
-    "clone": "fgraph tensors are immutable, so a copy is never needed: use x itself (x.detach() for a new leaf).",
 }
 _OPERATOR_OF = {"add": "x + other", "sub": "x - other", "mul": "x * other", "div": "x / other",
                 "true_divide": "x / other", "pow": "x ** other", "matmul": "x @ other"}

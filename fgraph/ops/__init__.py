@@ -17,6 +17,7 @@ from fgraph.ops import reduction_minmax, reduction_norm, scan  # reduction famil
 from fgraph.ops import linalg_toplevel  # linear algebra: torch.det, torch.svd, ...
 from fgraph.ops import selection, sorting, unique  # sorting and selection: sort, topk, quantile, unique...
 from fgraph.ops import complex_parts, linalg_eig, linalg_lu, linalg_more  # eig, lu, matrix_exp, real/imag...
+from fgraph.ops import structure  # clone, select, index_fill, hsplit...; Tensor.T, H, mH
 
 #: The op family modules. Each declares its primitives on import and lists its
 #: public functions in ``__all__`` (exported as ``fgraph.<name>``) and its Tensor
@@ -30,6 +31,7 @@ FAMILIES += (linalg_toplevel,)
 FAMILIES += (gather_scatter,)
 FAMILIES += (sorting, selection, unique)
 FAMILIES += (complex_parts, linalg_eig, linalg_lu, linalg_more)
+FAMILIES += (structure,)
 
 __all__ = ["OpDef", "RuleContext", "apply_op", "declare", "registry", "describe", "FAMILIES"]
 

@@ -32,10 +32,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from fgraph.errors import OpError
-from fgraph.ops._declare import apply_op, declare
+from fgraph.ops._declare import OpDef, apply_op, declare
 from fgraph.ops._index_checks import (
     bool_mask, check_bounds, check_tensor, hashable_scalar, index_array, is_traced, norm_dim,
 )
+from fgraph.ops._variants import node_variant
 from fgraph.ops.elementwise import where
 from fgraph.ops.shape import expand, reshape
 from fgraph.tensor import Tensor, _wrap
@@ -156,12 +157,48 @@ def _index_add_zeros_rule(ctx, g):
 
 
 GETITEM = declare("index", _getitem_forward, _getitem_rule, params=("spec",), save_inputs=slice(1, None))
+# ``x[index]`` records PyTorch's name for the last step it takes (see _basic_index_op); same kernels.
+SELECT = node_variant(GETITEM, "SelectBackward0")
+SLICE = node_variant(GETITEM, "SliceBackward0")
+UNSQUEEZE = node_variant(GETITEM, "UnsqueezeBackward0")
+ALIAS = node_variant(GETITEM, "AliasBackward0")
 INDEX_ADD_ZEROS = declare("index_add_zeros", _index_add_zeros_forward, _index_add_zeros_rule,
                           params=("spec", "shape"), save_inputs=slice(1, None), node_name="IndexPutBackward0")
 
 
-def _index_with_spec(x: Tensor, spec: tuple, arrays: tuple) -> Tensor:
-    return apply_op(GETITEM, (x,) + tuple(arrays), GETITEM.Params(spec))
+def _index_with_spec(x: Tensor, spec: tuple, arrays: tuple, op: OpDef = GETITEM) -> Tensor:
+    return apply_op(op, (x,) + tuple(arrays), GETITEM.Params(spec))
+
+
+def _basic_index_op(index: Any, spec: tuple, shape: tuple) -> OpDef:
+    """The variant named like the outermost node PyTorch records for ``x[index]``.
+
+    PyTorch takes one step per index item, left to right (``select`` for an int, ``slice``,
+    ``unsqueeze`` for ``None``), then one ``index`` for all tensor indices; in a tuple it skips
+    slices that cover their whole dimension, and records ``alias`` when no step is left.
+    fgraph records one node for the whole index, named after PyTorch's last step.
+    """
+    if not isinstance(index, tuple):
+        index = (index,)
+        whole = None  # a lone slice is always a SliceBackward0
+    else:
+        whole = shape
+    op, dim = ALIAS, 0
+    for s in spec:
+        if s == _ARRAY:
+            return GETITEM
+        if s is None:
+            op = UNSQUEEZE
+        elif s is Ellipsis:
+            dim += len(shape) - sum(1 for t in spec if t is not None and t is not Ellipsis)
+        elif isinstance(s, tuple):
+            if whole is None or slice(s[1], s[2], s[3]).indices(shape[dim]) != (0, shape[dim], 1):
+                op = SLICE
+            dim += 1
+        else:
+            op = SELECT
+            dim += 1
+    return op
 
 
 def index_add_zeros(g: Tensor, arrays: tuple, spec: tuple, shape: tuple) -> Tensor:
@@ -179,7 +216,9 @@ def getitem(input: Tensor, index: Any) -> Tensor:
         ([0.0, 4.0], [3.0, 4.0])
     """
     spec, arrays = _encode(index, input.shape)
-    return _index_with_spec(input, spec, arrays)
+    if input._edge is None or arrays:
+        return _index_with_spec(input, spec, arrays)
+    return _index_with_spec(input, spec, arrays, _basic_index_op(index, spec, input.shape))
 
 
 # -- index_select / index_add ------------------------------------------------------------------------

@@ -17,12 +17,13 @@ Example:
 """
 from __future__ import annotations
 
-from typing import Sequence, Union
+from typing import Any, Sequence, Union
 
 import jax.numpy as jnp
 
 from fgraph.errors import OpError
-from fgraph.ops._declare import apply_op, declare
+from fgraph.ops._declare import OpDef, apply_op, declare
+from fgraph.ops._variants import node_variant
 from fgraph.ops._linalg_util import check_same_dtype, check_tensor
 from fgraph.ops.einsum import einsum
 from fgraph.tensor import Tensor
@@ -66,6 +67,31 @@ BMM = declare("bmm", jnp.matmul, _matmul_rule, save_inputs=True, hint=_matmul_hi
 MV = declare("mv", jnp.matmul, _matmul_rule, save_inputs=True, hint=_matmul_hint)
 DOT = declare("dot", jnp.matmul, _matmul_rule, save_inputs=True, hint=_matmul_hint)
 VDOT = declare("vdot", jnp.matmul, _matmul_rule, save_inputs=True, hint=_matmul_hint)
+# matmul records the name of the outermost node torch.matmul records for these ranks (see _matmul_op).
+_MATMUL_DOT = node_variant(MATMUL, "DotBackward0")
+_MATMUL_MV = node_variant(MATMUL, "MvBackward0")
+_MATMUL_VEC_MAT = node_variant(MATMUL, "SqueezeBackward4")
+_MATMUL_BATCHED = node_variant(MATMUL, "UnsafeViewBackward0")
+_MATMUL_BATCHED_T = node_variant(MATMUL, "CloneBackward0")
+
+
+def _matmul_op(a: Any, b: Any) -> OpDef:
+    """PyTorch's outermost node for ``a @ b``: ``dot``, ``mv``, ``mm``, a squeezed ``mm`` for
+    vector @ matrix, and for batches the ``_unsafe_view`` that reshapes the folded ``mm``/``bmm``
+    result, or the ``contiguous()`` copy of a transposed product when a matrix that requires grad
+    multiplies a batch (PyTorch treats a 3-D operand with batch size 1 against a 3-D batch as a matrix)."""
+    na = a.ndim if isinstance(a, Tensor) else jnp.ndim(a)
+    nb = b.ndim if isinstance(b, Tensor) else jnp.ndim(b)
+    if na == 2 and nb == 2 or na == 0 or nb == 0:
+        return MATMUL
+    if na == 1:
+        return _MATMUL_DOT if nb == 1 else _MATMUL_VEC_MAT if nb == 2 else _MATMUL_BATCHED
+    if nb == 1 and na == 2:
+        return _MATMUL_MV
+    if isinstance(a, Tensor) and a._edge is not None and (
+            na == 2 or na == nb == 3 and a.shape[0] == 1 and b.shape[0] != 1):
+        return _MATMUL_BATCHED_T
+    return _MATMUL_BATCHED
 
 
 def matmul(input: Tensor, other: Tensor) -> Tensor:
@@ -76,7 +102,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         >>> fg.matmul(fg.ones(5, 2, 3), fg.ones(3)).shape
         (5, 2)
     """
-    return apply_op(MATMUL, (input, other))
+    return apply_op(_matmul_op(input, other), (input, other))
 
 
 def _check_dims(op: str, x: Tensor, ndim: int, name: str, what: str) -> None:

@@ -1,4 +1,4 @@
-"""Random ops: rand, randn, randint, randperm, normal, bernoulli and the ``*_like`` forms.
+"""Random ops: rand, randn, randint, randperm, normal, bernoulli, multinomial, poisson and the ``*_like`` forms.
 
 Every op takes ``key=`` (a JAX PRNG key: the op is then a pure, traceable
 function of it) or ``generator=`` (a :class:`fgraph.Generator`; the default
@@ -16,7 +16,7 @@ Gradients:
   fgraph ops, so it is differentiable (to any order) w.r.t. ``mean`` and ``std``.
   PyTorch instead returns zero gradients for ``torch.normal`` (it treats the draw
   as a sample; its ``Normal.rsample`` is what matches this).
-* ``bernoulli`` never carries a gradient (its output does not require grad;
+* ``bernoulli``, ``poisson`` and ``multinomial`` never carry a gradient (its output does not require grad;
   PyTorch's requires grad and gets zero gradients).
 
 Values outside the valid range of a *tensor* argument are not checked (that would
@@ -49,7 +49,8 @@ from fgraph.ops.elementwise import add, mul
 from fgraph.random import Generator, check_implicit_key, resolve_key
 from fgraph.tensor import Tensor, type_name
 
-__all__ = ["rand", "randn", "randint", "randperm", "normal", "bernoulli", "rand_like", "randn_like", "randint_like"]
+__all__ = ["rand", "randn", "randint", "randperm", "normal", "bernoulli", "rand_like", "randn_like", "randint_like",
+           "multinomial", "poisson"]
 
 Key = Any  # a JAX PRNG key: jax.random.key(seed) or jax.random.PRNGKey(seed)
 
@@ -91,6 +92,25 @@ RANDINT = declare("randint", _randint_forward, None, params=("shape", "dtype"), 
 RANDPERM = declare("randperm", _randperm_forward, None, params=("n", "dtype"), differentiable=False)
 NORMAL = declare("normal", _normal_forward, None, params=("shape", "dtype"), differentiable=False)
 BERNOULLI = declare("bernoulli", _bernoulli_forward, None, params=("shape", "dtype"), differentiable=False)
+
+
+def _multinomial_forward(key, weights, *, num_samples, replacement, dtype):
+    logits = jnp.log(weights)  # zero weight -> -inf: never drawn while another category is left
+    if replacement:
+        draws = jax.random.categorical(key, logits, axis=-1, shape=(num_samples,) + weights.shape[:-1])
+        return jnp.moveaxis(draws, 0, -1).astype(dtype)
+    # Gumbel top-k: the k largest of logits + Gumbel noise are k draws without replacement
+    perturbed = logits + jax.random.gumbel(key, weights.shape, weights.dtype)
+    return jax.lax.top_k(perturbed, num_samples)[1].astype(dtype)
+
+
+def _poisson_forward(key, rates):
+    return jax.random.poisson(key, rates, rates.shape).astype(rates.dtype)
+
+
+MULTINOMIAL = declare("multinomial", _multinomial_forward, None, params=("num_samples", "replacement", "dtype"),
+                      differentiable=False)
+POISSON = declare("poisson", _poisson_forward, None, differentiable=False)
 
 
 def _sample(op: OpDef, args: tuple, params: Any, key: Optional[Key], generator: Optional[Generator],
@@ -357,5 +377,64 @@ def bernoulli(input: Tensor, p: Optional[float] = None, *, key: Optional[Key] = 
     return _sample(BERNOULLI, (pv,), params, key, generator, "bernoulli")
 
 
+# -- multinomial / poisson ------------------------------------------------------------------------------------
+def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, key: Optional[Key] = None,
+                generator: Optional[Generator] = None) -> Tensor:
+    """Indices of categories drawn with probabilities proportional to the rows of ``input``.
+
+    ``input`` is 1-D (one distribution) or 2-D (one per row) of non-negative weights, not
+    necessarily normalised. Without ``replacement`` each row's draws are distinct
+    (``num_samples`` at most the number of categories); a category of weight zero is drawn
+    only once every category of positive weight has been. The result has shape
+    ``(..., num_samples)``, dtype int64 (int32 without x64), and never requires grad.
+    Negative or non-finite weights are not checked (that would need the values on the host).
+
+    Example:
+        >>> import jax
+        >>> import fgraph as fg
+        >>> w = fg.tensor([[0.0, 1.0, 0.0], [0.0, 0.0, 5.0]])
+        >>> fg.multinomial(w, 2, replacement=True, key=jax.random.key(0)).tolist()
+        [[1, 1], [2, 2]]
+        >>> sorted(fg.multinomial(fg.ones(4), 4, key=jax.random.key(1)).tolist())
+        [0, 1, 2, 3]
+    """
+    op = "multinomial"
+    _check_tensor(input, "input", op)
+    if not jnp.issubdtype(input.dtype, jnp.floating):
+        raise TypeError(f"{op}: input must be a floating point tensor of weights, got dtype {input.dtype}; "
+                        "convert it with .float().")
+    if input.ndim not in (1, 2):
+        raise OpError(f"{op}: input must be 1-D or 2-D (one distribution per row), got shape {input.shape}.")
+    n = _int_value(num_samples, "num_samples", op)
+    categories = input.shape[-1]
+    if n <= 0:
+        raise OpError(f"{op}: num_samples must be positive, got {n}.")
+    if categories == 0:
+        raise OpError(f"{op}: input (shape {input.shape}) has no categories to draw from.")
+    if not replacement and n > categories:
+        raise OpError(f"{op}: cannot draw num_samples={n} > {categories} categories without replacement; "
+                      "pass replacement=True or fewer samples.")
+    params = MULTINOMIAL.Params(n, bool(replacement), _default_int_dtype())
+    return _sample(MULTINOMIAL, (input,), params, key, generator, op)
+
+
+def poisson(input: Tensor, generator: Optional[Generator] = None, *, key: Optional[Key] = None) -> Tensor:
+    """Poisson draws with the rates in ``input`` (same shape and floating dtype); never requires grad.
+
+    PyTorch's output requires grad and gets zero gradients; fgraph's leaves the graph, as ``bernoulli``.
+
+    Example:
+        >>> import jax
+        >>> import fgraph as fg
+        >>> fg.poisson(fg.tensor([0.0, 0.0]), key=jax.random.key(0)).tolist()
+        [0.0, 0.0]
+    """
+    _check_tensor(input, "input", "poisson")
+    if not jnp.issubdtype(input.dtype, jnp.floating):
+        raise TypeError(f"poisson: input must be a floating point tensor of rates, got dtype {input.dtype}; "
+                        "convert it with .float().")
+    return _sample(POISSON, (input,), None, key, generator, "poisson")
+
+
 #: Installed as ``Tensor.<name>`` methods.
-TENSOR_METHODS = {"bernoulli": bernoulli}
+TENSOR_METHODS = {"bernoulli": bernoulli, "multinomial": multinomial}
