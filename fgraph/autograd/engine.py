@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextvars
 import heapq
 import operator
+import threading
 from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, Union
 
 import jax
@@ -127,6 +128,13 @@ def grad(
     if materialize_grads and allow_unused is False:
         raise GradError("grad: materialize_grads=True needs allow_unused to be True or None.")
     allow_unused = bool(allow_unused) or materialize_grads
+    if materialize_grads:
+        for i, x in enumerate(inputs_t):
+            if not isinstance(x, Tensor):
+                raise GradError(
+                    f"grad: materialize_grads cannot be used when the given input is a GradientEdge (input {i}, "
+                    f"into {x[0].name()}); pass the tensor itself."
+                )
     if is_grads_batched:
         captured = _batched_grad(outputs_t, inputs_t, grad_outputs, create_graph)
     else:
@@ -137,11 +145,6 @@ def grad(
         if g is None:
             if materialize_grads:
                 # Under create_graph the zeros require grad (as in PyTorch), so they can be differentiated again.
-                if not isinstance(x, Tensor):
-                    raise GradError(
-                        f"grad: materialize_grads cannot be used when the given input is a GradientEdge (input {i}, "
-                        f"into {x[0].name()}); pass the tensor itself."
-                    )
                 g = _wrap(jnp.zeros(x.shape, x.dtype))
                 if create_graph:
                     g = g.requires_grad_(True)
@@ -296,10 +299,62 @@ def _implicit_seed(data: Any) -> Any:
     return seed
 
 
-# -- the GraphTask --------------------------------------------------------------------------------
+# -- reentrant passes -----------------------------------------------------------------------------
+#: Nested (reentrant) backward passes one thread runs before the next nested pass moves to a new
+#: thread, as PyTorch's engine does: each level costs ~10 Python frames, and Python's recursion
+#: limit (1,000 by default) is per thread, so depth is unbounded (PyTorch's test runs 2,000 deep).
+MAX_REENTRANT_DEPTH_PER_THREAD = 32
+
+_REENTRANT_DEPTH: contextvars.ContextVar[int] = contextvars.ContextVar("fgraph_reentrant_depth", default=0)
+
+
 def _execute(roots: tuple, seeds: list, inputs: Optional[tuple], create_graph: bool,
              accumulate: bool) -> tuple[list, dict]:
     """Run the graph; return (captured gradients per input, {AccumulateGrad: grad})."""
+    depth = _REENTRANT_DEPTH.get()
+    if depth >= MAX_REENTRANT_DEPTH_PER_THREAD and not any(isinstance(s.data, jax.core.Tracer) for s in seeds):
+        # JAX's tracing state is per thread, so traced passes stay on their thread (and are
+        # limited by the recursion limit).
+        return _ReentrantThread(roots, seeds, inputs, create_graph, accumulate).run()
+    token = _REENTRANT_DEPTH.set(depth + 1)
+    try:
+        return _execute_pass(roots, seeds, inputs, create_graph, accumulate)
+    finally:
+        _REENTRANT_DEPTH.reset(token)
+
+
+class _ReentrantThread:
+    """Runs one nested backward pass on a fresh thread, in a copy of the caller's context, and waits."""
+
+    def __init__(self, *args: Any) -> None:
+        self.args = args
+        self.context = contextvars.copy_context()  # grad mode, hooks, the running pass's callbacks
+        self.result: Any = None
+        self.error: Optional[BaseException] = None
+
+    def run(self) -> Any:
+        thread = threading.Thread(target=self._main, name="fgraph-reentrant-backward", daemon=True)
+        thread.start()
+        thread.join()
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+    def _main(self) -> None:
+        try:
+            self.result = self.context.run(self._fresh)
+        except BaseException as exc:  # re-raised on the caller's thread
+            self.error = exc
+
+    def _fresh(self) -> Any:
+        _REENTRANT_DEPTH.set(1)
+        return _execute_pass(*self.args)
+
+
+# -- the GraphTask --------------------------------------------------------------------------------
+def _execute_pass(roots: tuple, seeds: list, inputs: Optional[tuple], create_graph: bool,
+                  accumulate: bool) -> tuple[list, dict]:
+    """One backward pass on this thread (see :func:`_execute`)."""
     output_edges = []
     if inputs is not None:
         for i, x in enumerate(inputs):

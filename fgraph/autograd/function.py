@@ -192,7 +192,15 @@ class FunctionBackward(Node):
             for i, meta in enumerate(self.out_meta):
                 if grads[i] is None and meta is not None:
                     grads[i] = _wrap(jnp.zeros(meta[0], meta[1]))
-        backward = fn.backward if _overrides(fn, "backward") else fn.vjp
+        if _overrides(fn, "backward"):
+            if _overrides(fn, "vjp"):
+                raise RuntimeError(
+                    f"function {fn.__name__}: implementing both 'backward' and 'vjp' for a custom Function is not "
+                    "allowed. You should only implement one of them."
+                )
+            backward = fn.backward
+        else:
+            backward = fn.vjp
         return _check_grads(self, backward(ctx, *grads), needs)
 
 
