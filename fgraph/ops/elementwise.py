@@ -138,11 +138,12 @@ def _pow_tensor_rule(ctx, g):
     a, b = ctx.inputs
     ga = None
     if ctx.needs[0]:
-        # PyTorch: 0 where b == 0 (else 0 * 0**-1 = nan at a == 0); the exponent is made safe there
+        # PyTorch's value: 0 where b == 0 (else 0 * 0**-1 = nan at a == 0). Only a == b == 0 is
+        # masked, so the derivative in b at b == 0, a != 0 survives; the exponent is made safe there
         # too, so the masked branch stays finite and second derivatives are not nan either.
-        b_is_zero = eq(b, 0)
-        safe_b = where(b_is_zero, 1.0, b)
-        ga = where(b_is_zero, 0.0, g * b * pow(a, safe_b - 1))
+        zero_zero = logical_and(eq(a, 0), eq(b, 0))
+        safe_b = where(zero_zero, 1.0, b)
+        ga = where(zero_zero, 0.0, g * b * pow(a, safe_b - 1))
     gb = None
     if ctx.needs[1]:
         # d/db a**b = a**b * log(a); PyTorch defines it as 0 where a == 0 and b >= 0.
