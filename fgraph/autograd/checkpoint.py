@@ -128,7 +128,7 @@ class CheckpointFunction(Function):
                 anchors.add(r._edge[0])
                 wanted.append((i, r))
             else:
-                r = t.detach()
+                r = t if t._edge is None else t.detach()  # keeps the identity of an input that needs no grad
             flat.append(r)
         start = next_sequence_nr()
         outputs = _recompute(ctx, flat)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextvars
 import heapq
 import operator
+import threading
 from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, Union
 
 import jax
@@ -29,7 +30,7 @@ from fgraph.autograd import fusion
 from fgraph.autograd._record_state import RECORD_EXTRAS
 from fgraph.autograd.anomaly import anomaly_apply
 from fgraph.autograd.grad_mode import _GRAD_ENABLED
-from fgraph.autograd.graph import AccumulateGrad, GraphRoot, Node
+from fgraph.autograd.graph import AccumulateGrad, GradientEdge, GraphRoot, Node
 from fgraph.errors import GradError
 from fgraph.tensor import Tensor, _wrap
 
@@ -121,12 +122,19 @@ def grad(
         (12.0, 12.0)
     """
     outputs_t = _as_tuple(outputs, "grad", "outputs")
-    inputs_t = _as_tuple(inputs, "grad", "inputs")
+    inputs_t = _as_inputs(inputs, "grad")
     if not inputs_t:
         raise GradError("grad: 'inputs' cannot be empty.")
     if materialize_grads and allow_unused is False:
         raise GradError("grad: materialize_grads=True needs allow_unused to be True or None.")
     allow_unused = bool(allow_unused) or materialize_grads
+    if materialize_grads:
+        for i, x in enumerate(inputs_t):
+            if not isinstance(x, Tensor):
+                raise GradError(
+                    f"grad: materialize_grads cannot be used when the given input is a GradientEdge (input {i}, "
+                    f"into {x[0].name()}); pass the tensor itself."
+                )
     if is_grads_batched:
         captured = _batched_grad(outputs_t, inputs_t, grad_outputs, create_graph)
     else:
@@ -136,10 +144,13 @@ def grad(
     for i, (x, g) in enumerate(zip(inputs_t, captured)):
         if g is None:
             if materialize_grads:
+                # Under create_graph the zeros require grad (as in PyTorch), so they can be differentiated again.
                 g = _wrap(jnp.zeros(x.shape, x.dtype))
+                if create_graph:
+                    g = g.requires_grad_(True)
             elif not allow_unused:
                 raise GradError(
-                    f"grad: input {i} (shape {x.shape}) was not used in the graph of the outputs. "
+                    f"grad: input {i} ({_describe_input(x)}) was not used in the graph of the outputs. "
                     "Pass allow_unused=True to get None for it (or materialize_grads=True for zeros)."
                 )
         result.append(g)
@@ -167,7 +178,7 @@ def backward(
         (True, False)
     """
     tensors_t = _as_tuple(tensors, "backward", "tensors")
-    inputs_t = _as_tuple(inputs, "backward", "inputs") if inputs is not None else None
+    inputs_t = _as_inputs(inputs, "backward") if inputs is not None else None
     if inputs_t is not None and not inputs_t:
         raise GradError("backward: 'inputs' cannot be empty; pass None to differentiate all leaves.")
     seeds = _make_seeds(tensors_t, grad_tensors, "backward")
@@ -179,7 +190,7 @@ def backward(
             items[id(leaf)] = (leaf, g)
     if inputs_t is not None:
         for x, g in zip(inputs_t, captured):
-            if g is not None and x.grad_fn is not None:
+            if g is not None and isinstance(x, Tensor) and x.grad_fn is not None:
                 items[id(x)] = (x, g)
     return Gradients(items)
 
@@ -214,6 +225,22 @@ def _batched_grad(outputs: tuple, inputs: tuple, grad_outputs: Any, create_graph
 
 
 # -- argument checks -------------------------------------------------------------------------------
+def _as_inputs(value: Any, fn: str) -> tuple:
+    """``inputs`` as a tuple of Tensors and :class:`GradientEdge` s (an edge is a tuple: not a sequence here)."""
+    items = (value,) if isinstance(value, (Tensor, GradientEdge)) else tuple(value)
+    for i, t in enumerate(items):
+        if not isinstance(t, (Tensor, GradientEdge)):
+            raise TypeError(
+                f"{fn}: inputs[{i}] is a {type(t).__name__}, expected an fgraph Tensor or a GradientEdge "
+                "(fg.autograd.graph.get_gradient_edge(t))."
+            )
+    return items
+
+
+def _describe_input(x: Any) -> str:
+    return f"shape {x.shape}" if isinstance(x, Tensor) else f"GradientEdge into {x[0].name()}"
+
+
 def _as_tuple(value: Any, fn: str, what: str) -> tuple:
     items = (value,) if isinstance(value, Tensor) else tuple(value)
     for i, t in enumerate(items):
@@ -272,18 +299,71 @@ def _implicit_seed(data: Any) -> Any:
     return seed
 
 
-# -- the GraphTask --------------------------------------------------------------------------------
+# -- reentrant passes -----------------------------------------------------------------------------
+#: Nested (reentrant) backward passes one thread runs before the next nested pass moves to a new
+#: thread, as PyTorch's engine does: each level costs ~10 Python frames, and Python's recursion
+#: limit (1,000 by default) is per thread, so depth is unbounded (PyTorch's test runs 2,000 deep).
+MAX_REENTRANT_DEPTH_PER_THREAD = 32
+
+_REENTRANT_DEPTH: contextvars.ContextVar[int] = contextvars.ContextVar("fgraph_reentrant_depth", default=0)
+
+
 def _execute(roots: tuple, seeds: list, inputs: Optional[tuple], create_graph: bool,
              accumulate: bool) -> tuple[list, dict]:
     """Run the graph; return (captured gradients per input, {AccumulateGrad: grad})."""
+    depth = _REENTRANT_DEPTH.get()
+    if depth >= MAX_REENTRANT_DEPTH_PER_THREAD and not any(isinstance(s.data, jax.core.Tracer) for s in seeds):
+        # JAX's tracing state is per thread, so traced passes stay on their thread (and are
+        # limited by the recursion limit).
+        return _ReentrantThread(roots, seeds, inputs, create_graph, accumulate).run()
+    token = _REENTRANT_DEPTH.set(depth + 1)
+    try:
+        return _execute_pass(roots, seeds, inputs, create_graph, accumulate)
+    finally:
+        _REENTRANT_DEPTH.reset(token)
+
+
+class _ReentrantThread:
+    """Runs one nested backward pass on a fresh thread, in a copy of the caller's context, and waits."""
+
+    def __init__(self, *args: Any) -> None:
+        self.args = args
+        self.context = contextvars.copy_context()  # grad mode, hooks, the running pass's callbacks
+        self.result: Any = None
+        self.error: Optional[BaseException] = None
+
+    def run(self) -> Any:
+        thread = threading.Thread(target=self._main, name="fgraph-reentrant-backward", daemon=True)
+        thread.start()
+        thread.join()
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+    def _main(self) -> None:
+        try:
+            self.result = self.context.run(self._fresh)
+        except BaseException as exc:  # re-raised on the caller's thread
+            self.error = exc
+
+    def _fresh(self) -> Any:
+        _REENTRANT_DEPTH.set(1)
+        return _execute_pass(*self.args)
+
+
+# -- the GraphTask --------------------------------------------------------------------------------
+def _execute_pass(roots: tuple, seeds: list, inputs: Optional[tuple], create_graph: bool,
+                  accumulate: bool) -> tuple[list, dict]:
+    """One backward pass on this thread (see :func:`_execute`)."""
     output_edges = []
     if inputs is not None:
         for i, x in enumerate(inputs):
-            if x._edge is None:
+            edge = x if type(x) is GradientEdge else x._edge
+            if edge is None:
                 raise GradError(
                     f"input {i} (shape {x.shape}) does not require grad; create it with requires_grad=True."
                 )
-            output_edges.append(x._edge)
+            output_edges.append(edge)
 
     if len(roots) == 1:
         graph_root, root_nr = roots[0]._edge
@@ -301,7 +381,7 @@ def _execute(roots: tuple, seeds: list, inputs: Optional[tuple], create_graph: b
     extras = RECORD_EXTRAS.get()
     anomaly = None if extras is None else extras.anomaly
     token = _GRAD_ENABLED.set(bool(create_graph))
-    callbacks: list = []
+    callbacks = _PassCallbacks()
     task_token = _CALLBACKS.set(callbacks)
     try:
         if anomaly is not None:
@@ -324,6 +404,20 @@ def _execute(roots: tuple, seeds: list, inputs: Optional[tuple], create_graph: b
         _CALLBACKS.reset(task_token)
         _GRAD_ENABLED.reset(token)
     return captured, leaf_grads
+
+
+class _PassCallbacks(list):
+    """The callbacks queued during one backward pass, plus per-pass state of hooks (``state``).
+
+    Hooks keep what they gather during a pass here, so it dies with the pass (a failed
+    pass leaves nothing behind for a later one to trip over).
+    """
+
+    __slots__ = ("state",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.state: dict = {}
 
 
 def queue_callback(callback: Callable[[], None]) -> None:
@@ -383,7 +477,9 @@ def _init_to_execute(root: Node, output_edges: list, accumulate: bool, min_topo:
     every child before its parents: a node is needed if a child should execute.
     """
     exec_info: dict = {root: _ExecInfo()}
-    exec_info[root].needed = True
+    # A GraphRoot joins several outputs and always runs (it only hands out the seeds); a single
+    # output's own node is marked below like any other, so it is pruned when it reaches no input.
+    exec_info[root].needed = type(root) is GraphRoot
     for index, (node, input_nr) in enumerate(output_edges):
         info = exec_info.get(node)
         if info is None:
@@ -395,8 +491,10 @@ def _init_to_execute(root: Node, output_edges: list, accumulate: bool, min_topo:
                 info.captures = []
             info.captures.append((input_nr, index))
 
-    executes = set(exec_info)  # nodes that should execute (needed, or capturing a gradient)
+    executes = {fn for fn, info in exec_info.items() if info.should_execute()}
     candidates = [fn for fn in dependencies if fn.topological_nr >= min_topo]
+    if root not in dependencies:
+        candidates.append(root)
     candidates.sort(key=_topological_nr)
     for fn in candidates:
         for edge in fn.next_edges:
@@ -404,7 +502,7 @@ def _init_to_execute(root: Node, output_edges: list, accumulate: bool, min_topo:
                 info = exec_info.get(fn)
                 if info is None:
                     info = exec_info[fn] = _ExecInfo()
-                    executes.add(fn)
+                executes.add(fn)
                 info.needed = True
                 break
     return exec_info
@@ -438,13 +536,15 @@ def _run_ready_heap(graph_root: Node, buffers: dict, dependencies: dict, exec_in
                 continue
             needs = tuple([e is not None and e[0] in executes for e in fn.next_edges])
 
-        if type(fn) is AccumulateGrad:
-            if accumulate and grads[0] is not None:
-                _accumulate(fn, grads[0], leaf_grads)
-            continue
-
         if hooks is not None and hooks.pre is not None:
             grads = _call_pre_hooks(fn, hooks.pre, grads)
+        if type(fn) is AccumulateGrad:
+            # As in PyTorch: tensor hooks, pre-hooks, accumulation (post-accumulate hooks), post-hooks.
+            if accumulate and grads[0] is not None:
+                _accumulate(fn, grads[0], leaf_grads)
+            if hooks is not None and hooks.post is not None:
+                _call_post_hooks(fn, hooks.post, (), grads)
+            continue
         outputs = fn.apply(grads, needs) if apply is None else apply(fn, grads, needs)
         if hooks is not None and hooks.post is not None:
             outputs = _call_post_hooks(fn, hooks.post, outputs, grads)
@@ -484,18 +584,20 @@ def _accumulate(fn: AccumulateGrad, g: Tensor, leaf_grads: dict) -> None:
     if hooks is not None and hooks.post_accumulate is not None:
         leaf = fn.variable
         for hook in tuple(hooks.post_accumulate.values()):
-            hook(leaf, total)
+            if hook(leaf, total) is not None:
+                raise GradError(
+                    f"post-accumulate-grad hook '{_hook_name(hook)}' returned a value; post accumulate grad hooks "
+                    "should return None (they observe the accumulated gradient, they cannot replace it)."
+                )
 
 
 def _call_tensor_pre_hooks(fn: Node, hooks: dict, grads: list) -> list:
     grads = list(grads)
     for output_nr, hook in tuple(hooks.values()):
-        g = grads[output_nr]
-        if g is None:
-            continue
+        g = grads[output_nr]  # None when only a sibling output of a multi-output node got a gradient
         new = hook(g)
         if new is not None:
-            grads[output_nr] = _check_hook_result(fn, "tensor hook", g, new)
+            grads[output_nr] = _check_hook_result(fn, "tensor hook", hook, g, new)
     return grads
 
 
@@ -503,10 +605,7 @@ def _call_pre_hooks(fn: Node, hooks: dict, grads: list) -> list:
     for hook in tuple(hooks.values()):
         new = hook(tuple(grads))
         if new is not None:
-            if len(new) != len(grads):
-                raise GradError(f"pre-hook on {fn.name()} returned {len(new)} gradients, expected {len(grads)}.")
-            grads = [n if n is None or o is None else _check_hook_result(fn, "pre-hook", o, n)
-                     for o, n in zip(grads, new)]
+            grads = _check_hook_results(fn, "pre-hook", hook, grads, new)
     return grads
 
 
@@ -514,18 +613,50 @@ def _call_post_hooks(fn: Node, hooks: dict, outputs: tuple, grads: list) -> tupl
     for hook in tuple(hooks.values()):
         new = hook(tuple(outputs), tuple(grads))
         if new is not None:
-            if len(new) != len(outputs):
-                raise GradError(f"hook on {fn.name()} returned {len(new)} gradients, expected {len(outputs)}.")
-            outputs = tuple(new)
+            outputs = tuple(_check_hook_results(fn, "post-hook", hook, outputs, new))
     return outputs
 
 
-def _check_hook_result(fn: Node, kind: str, old: Tensor, new: Any) -> Tensor:
+def _hook_name(hook: Any) -> str:
+    return getattr(hook, "__name__", type(hook).__name__)
+
+
+def _check_hook_results(fn: Node, kind: str, hook: Any, old: Sequence, new: Any) -> list:
+    if not isinstance(new, (tuple, list)):
+        raise TypeError(
+            f"{kind} '{_hook_name(hook)}' on {fn.name()} returned a {type(new).__name__}; it must return None or "
+            f"a tuple of {len(old)} gradients."
+        )
+    if len(new) != len(old):
+        raise GradError(
+            f"{kind} '{_hook_name(hook)}' on {fn.name()} has returned an incorrect number of values "
+            f"(got {len(new)}, but expected {len(old)})."
+        )
+    return [_check_hook_result(fn, kind, hook, o, n) for o, n in zip(old, new)]
+
+
+def _check_hook_result(fn: Node, kind: str, hook: Any, old: Optional[Tensor], new: Any) -> Optional[Tensor]:
+    """A hook's replacement gradient must keep the original's shape and dtype (PyTorch checks the same)."""
+    name = _hook_name(hook)
+    if new is None:
+        return None
     if not isinstance(new, Tensor):
-        raise TypeError(f"{kind} on {fn.name()} returned a {type(new).__name__}; it must return a Tensor or None.")
+        raise TypeError(
+            f"{kind} '{name}' on {fn.name()} returned a {type(new).__name__}; it must return a Tensor or None."
+        )
+    if old is None:
+        raise GradError(
+            f"{kind} '{name}' on {fn.name()} returned a gradient of shape {new.shape} where there is none (None); "
+            "a hook can't replace an empty gradient with a non-empty value."
+        )
     if new.shape != old.shape:
         raise GradError(
-            f"{kind} on {fn.name()} changed the gradient's shape from {old.shape} to {new.shape}; "
-            "a hook must return a gradient of the same shape."
+            f"{kind} '{name}' on {fn.name()} has changed the size of value: expected shape {old.shape}, got "
+            f"{new.shape}; a hook must return a gradient of the same shape."
+        )
+    if new.dtype != old.dtype:
+        raise GradError(
+            f"{kind} '{name}' on {fn.name()} has changed the type of value: expected dtype {old.dtype}, got "
+            f"{new.dtype}; cast the replacement back (e.g. g.to(grad.dtype))."
         )
     return new

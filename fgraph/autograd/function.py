@@ -52,7 +52,7 @@ from fgraph.autograd._record_state import RECORD_EXTRAS
 from fgraph.autograd.anomaly import forward_stack
 from fgraph.autograd.grad_mode import _GRAD_ENABLED
 from fgraph.autograd.graph import GradientEdge, Node, next_sequence_nr
-from fgraph.autograd.saved_tensors import Packed
+from fgraph.autograd.saved_tensors import Packed, pack_saved
 from fgraph.errors import GradError
 from fgraph.tensor import Tensor, _wrap, _wrap_output
 
@@ -192,7 +192,15 @@ class FunctionBackward(Node):
             for i, meta in enumerate(self.out_meta):
                 if grads[i] is None and meta is not None:
                     grads[i] = _wrap(jnp.zeros(meta[0], meta[1]))
-        backward = fn.backward if _overrides(fn, "backward") else fn.vjp
+        if _overrides(fn, "backward"):
+            if _overrides(fn, "vjp"):
+                raise RuntimeError(
+                    f"function {fn.__name__}: implementing both 'backward' and 'vjp' for a custom Function is not "
+                    "allowed. You should only implement one of them."
+                )
+            backward = fn.backward
+        else:
+            backward = fn.vjp
         return _check_grads(self, backward(ctx, *grads), needs)
 
 
@@ -430,13 +438,14 @@ def _apply_record_extras(node: FunctionBackward, saved: list, extras: Any) -> li
         node.metadata["traceback_"] = forward_stack()
     if extras.saved_hooks is None:
         return saved
-    pack, unpack = extras.saved_hooks
     packed = []
     for entry in saved:
         if type(entry) is _SavedOutput:
-            entry = _SavedOutput(entry.index, Packed(pack(_wrap(entry.data)), unpack, None))
+            (value,) = pack_saved((_wrap(entry.data),), extras.saved_hooks)
+            value.edge = None  # the node's own output: re-attached to the node at backward
+            entry = _SavedOutput(entry.index, value)
         elif isinstance(entry, Tensor):
-            entry = Packed(pack(entry), unpack, entry._edge)
+            (entry,) = pack_saved((entry,), extras.saved_hooks)
         packed.append(entry)
     return packed
 

@@ -104,6 +104,7 @@ def try_run(graph_root: Node, root_nr: int, seeds: list, dependencies: dict, exe
     signature = [accumulate, root_nr, n_captured]
     arrays = [s.data for s in seeds]
     layout = []  # per node: (start, stop) of its saved arrays in `arrays`
+    n_saved = len(arrays)
     for node in order:
         if node._hooks is not None:
             return None
@@ -124,11 +125,12 @@ def try_run(graph_root: Node, root_nr: int, seeds: list, dependencies: dict, exe
             continue
         if not isinstance(node, OpNode) or node.op.rule is None:
             return None
-        saved = node.saved_arrays()
-        start = len(arrays)
-        arrays.extend(saved)
-        layout.append((start, len(arrays)))
-        kinds = tuple(map(type, saved))
+        # Kinds, not values: unpacking a saved tensor here would run its unpack hook a second time
+        # whenever the pass then runs node by node (PyTorch unpacks once per backward).
+        kinds = node.saved_kinds()
+        start = n_saved
+        n_saved += len(kinds)
+        layout.append((start, n_saved))
         signature.append((node.op, node.params, node.in_meta, kinds, edges))
     signature.append(tuple(a.aval if hasattr(a, "aval") else type(a) for a in arrays[: len(seeds)]))
     if exec_info is not None:
@@ -153,6 +155,9 @@ def try_run(graph_root: Node, root_nr: int, seeds: list, dependencies: dict, exe
     else:
         _compiled.move_to_end(key)
 
+    for node, span in zip(order, layout):
+        if span is not None:
+            arrays.extend(node.saved_arrays())
     plan = _Plan(order=order, graph_root=graph_root, root_nr=root_nr, seeds=seeds, dependencies=dependencies,
                  exec_info=exec_info, n_captured=n_captured, accumulate=accumulate, arrays=arrays, layout=layout)
     captured_arrays, leaf_arrays = program(plan)

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import inspect
+import sys
 from typing import Any, Callable, TypeVar
 
 __all__ = [
@@ -48,11 +50,23 @@ def is_inference_mode_enabled() -> bool:
 class _GradModeContext:
     """Sets grad mode to ``self._grad`` on entry and restores it on exit.
 
-    Instances are reentrant and also work as decorators.
+    Instances are reentrant and also work as decorators, with or without
+    parentheses (``@fg.no_grad`` and ``@fg.no_grad()``). On a generator function
+    the mode holds inside each step of the generator and is restored between
+    steps, as in PyTorch.
     """
 
     _grad: bool = True
     _inference: bool | None = None  # None: leave inference mode as it is
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if cls._decorates_bare(args, kwargs):
+            return cls()(args[0])  # used as ``@no_grad`` without parentheses
+        return super().__new__(cls)
+
+    @classmethod
+    def _decorates_bare(cls, args: tuple, kwargs: dict) -> bool:
+        return len(args) == 1 and not kwargs and callable(args[0])
 
     def __enter__(self) -> None:
         tokens = [_GRAD_ENABLED.set(self._grad)]
@@ -68,19 +82,63 @@ class _GradModeContext:
 
     def __call__(self, func: F) -> F:
         grad, inference = self._grad, self._inference
+        if inspect.isgeneratorfunction(func):
+            return _wrap_generator(func, grad, inference)  # type: ignore[return-value]
 
         @functools.wraps(func)
         def run_in_mode(*args: Any, **kwargs: Any) -> Any:
-            grad_token = _GRAD_ENABLED.set(grad)
-            inference_token = _INFERENCE.set(inference) if inference is not None else None
-            try:
+            with _Mode(grad, inference):
                 return func(*args, **kwargs)
-            finally:
-                if inference_token is not None:
-                    _INFERENCE.reset(inference_token)
-                _GRAD_ENABLED.reset(grad_token)
 
         return run_in_mode  # type: ignore[return-value]
+
+
+class _Mode:
+    """Grad (and inference) mode for one ``with`` block: what the decorators enter around each call."""
+
+    __slots__ = ("grad", "inference", "tokens")
+
+    def __init__(self, grad: bool, inference: bool | None) -> None:
+        self.grad = grad
+        self.inference = inference
+
+    def __enter__(self) -> None:
+        self.tokens = (_GRAD_ENABLED.set(self.grad),
+                       None if self.inference is None else _INFERENCE.set(self.inference))
+
+    def __exit__(self, *exc: object) -> None:
+        grad_token, inference_token = self.tokens
+        if inference_token is not None:
+            _INFERENCE.reset(inference_token)
+        _GRAD_ENABLED.reset(grad_token)
+
+
+def _wrap_generator(func: Callable, grad: bool, inference: bool | None) -> Callable:
+    """PyTorch's ``_wrap_generator``: the mode is set around every ``send``/``throw``/``close``."""
+
+    @functools.wraps(func)
+    def generator_in_mode(*args: Any, **kwargs: Any) -> Any:
+        gen = func(*args, **kwargs)
+        try:
+            with _Mode(grad, inference):
+                response = gen.send(None)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    with _Mode(grad, inference):
+                        gen.close()
+                    raise
+                except BaseException:
+                    with _Mode(grad, inference):
+                        response = gen.throw(*sys.exc_info())
+                else:
+                    with _Mode(grad, inference):
+                        response = gen.send(request)
+        except StopIteration as stop:
+            return stop.value
+
+    return generator_in_mode
 
 
 class no_grad(_GradModeContext):
@@ -122,6 +180,10 @@ class set_grad_enabled(_GradModeContext):
         False
     """
 
+    @classmethod
+    def _decorates_bare(cls, args: tuple, kwargs: dict) -> bool:
+        return False  # set_grad_enabled(mode) always takes the mode
+
     def __init__(self, mode: bool) -> None:
         self._grad = bool(mode)
         self._previous = _GRAD_ENABLED.get()
@@ -148,6 +210,10 @@ class inference_mode(_GradModeContext):
         ...     fg.is_inference_mode_enabled()
         True
     """
+
+    @classmethod
+    def _decorates_bare(cls, args: tuple, kwargs: dict) -> bool:
+        return len(args) == 1 and not kwargs and not isinstance(args[0], bool) and callable(args[0])
 
     def __init__(self, mode: bool = True) -> None:
         self._grad = not mode

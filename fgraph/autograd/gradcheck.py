@@ -268,14 +268,26 @@ def _run_checks(func: Callable[..., Any], tupled: tuple, diff_idx: list[int], *,
             _check_zero_grad_outputs(outputs, tupled, diff_idx, diff_out, labels)
 
 
-def _evaluate(func: Callable[..., Any], tupled: tuple, i: int, values: np.ndarray, n_outputs: int) -> list:
-    """``func`` with input ``i`` replaced by ``values``: each float output as a float64 array (else None)."""
+def _evaluate(func: Callable[..., Any], tupled: tuple, i: int, values: np.ndarray, outputs: tuple,
+              eps: float) -> list:
+    """``func`` with input ``i`` replaced by ``values``: each float output as a float64 array (else None).
+
+    The perturbed outputs must keep the original outputs' number, shapes and dtypes (as in PyTorch).
+    """
     args = list(tupled)
     args[i] = _leaf(values, tupled[i].dtype, True)
     outs = _call(func, args)
-    if len(outs) != n_outputs:
+    if len(outs) != len(outputs):
         raise GradcheckError(f"gradcheck: func returned {len(outs)} outputs for perturbed inputs, "
-                             f"{n_outputs} at the original ones.")
+                             f"{len(outputs)} at the original ones.")
+    for o, (new, old) in enumerate(zip(outs, outputs)):
+        if new.shape != old.shape or new.dtype != old.dtype:
+            what = "shape" if new.shape != old.shape else "dtype"
+            raise GradcheckError(
+                f"gradcheck: expected func to return outputs with the same {what} when input {i} is perturbed by "
+                f"{eps}, but output {o} has {what} {getattr(old, what)} at the original inputs and "
+                f"{getattr(new, what)} at the perturbed ones; the function must not branch on input values."
+            )
     return [np.asarray(o.data, dtype=np.float64) if _is_float(o) else None for o in outs]
 
 
@@ -287,9 +299,9 @@ def _numerical_jacobians(func: Callable[..., Any], tupled: tuple, outputs: tuple
     for k in range(flat.size):
         orig = flat[k]
         flat[k] = orig + eps
-        plus = _evaluate(func, tupled, i, base.copy(), len(outputs))
+        plus = _evaluate(func, tupled, i, base.copy(), outputs, eps)
         flat[k] = orig - eps
-        minus = _evaluate(func, tupled, i, base.copy(), len(outputs))
+        minus = _evaluate(func, tupled, i, base.copy(), outputs, eps)
         flat[k] = orig
         columns.append([None if p is None else ((p - m) / (2 * eps)).reshape(-1) for p, m in zip(plus, minus)])
     result = []
@@ -399,8 +411,8 @@ def _fast_check(func: Callable[..., Any], tupled: tuple, outputs: tuple, diff_id
     for i in diff_idx:
         base = np.array(tupled[i].data, dtype=np.float64)
         step = eps * u[i].reshape(base.shape)
-        plus = _evaluate(func, tupled, i, base + step, len(outputs))
-        minus = _evaluate(func, tupled, i, base - step, len(outputs))
+        plus = _evaluate(func, tupled, i, base + step, outputs, eps)
+        minus = _evaluate(func, tupled, i, base - step, outputs, eps)
         for o in diff_out:
             n = float(v[o] @ ((plus[o] - minus[o]) / (2 * eps)).reshape(-1))
             a = analytical[(o, i)]

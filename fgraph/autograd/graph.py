@@ -316,16 +316,14 @@ def register_multi_grad_hook(tensors: Sequence["Tensor"], fn: Callable, *, mode:
     for i, t in enumerate(tensors):
         if t._edge is None:
             raise RuntimeError(f"register_multi_grad_hook: tensor {i} does not require grad.")
-    per_pass: dict = {}  # id(callbacks of a running pass) -> grads so far / fired flag
+    key = next(_multi_hook_ids)  # never reused: per-pass state lives on the running pass, under this key
 
     def hook_for(index: int) -> Callable:
         def multi_grad_hook(grad: "Tensor") -> None:
-            callbacks = _CALLBACKS.get()
-            key = id(callbacks)
+            per_pass = _CALLBACKS.get().state
             if mode == "any":
                 if key not in per_pass:
                     per_pass[key] = True
-                    queue_callback(functools.partial(per_pass.pop, key, None))
                     fn(grad)
                 return None
             grads = per_pass.get(key)
@@ -338,6 +336,9 @@ def register_multi_grad_hook(tensors: Sequence["Tensor"], fn: Callable, *, mode:
         return multi_grad_hook
 
     return _HandleGroup([t.register_hook(hook_for(i)) for i, t in enumerate(tensors)])
+
+
+_multi_hook_ids = itertools.count()
 
 
 def _finish_multi_grad(per_pass: dict, key: int, fn: Callable) -> None:

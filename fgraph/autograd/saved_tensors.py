@@ -25,11 +25,13 @@ Example:
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+import contextvars
+from typing import Any, Callable, Optional
 
 import jax
 
 from fgraph.autograd._record_state import RECORD_EXTRAS, push_extras
+from fgraph.autograd.grad_mode import _GRAD_ENABLED
 
 __all__ = ["saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks", "Packed", "pack_saved", "unpack_saved"]
 
@@ -49,7 +51,11 @@ class Packed:
     def get(self) -> Any:
         from fgraph.tensor import Tensor, _rewrap
 
-        out = self.unpack(self.value)
+        token = push_extras(saved_hooks=None)  # what the unpack hook's own ops save is not packed again
+        try:
+            out = self.unpack(self.value)
+        finally:
+            RECORD_EXTRAS.reset(token)
         if not isinstance(out, Tensor):
             raise TypeError(
                 f"saved_tensors_hooks: unpack_hook returned a {type(out).__name__}; it must return an fgraph Tensor."
@@ -62,7 +68,15 @@ def pack_saved(values: Any, hooks: tuple) -> Any:
     from fgraph.tensor import Tensor
 
     pack, unpack = hooks
-    return tuple(Packed(pack(v), unpack, v._edge) if isinstance(v, Tensor) else v for v in values)
+    # As in PyTorch, the pack hook runs with grad mode off; its own ops are not packed again
+    # (``lambda t: 2 * t`` would otherwise recurse forever).
+    token = push_extras(saved_hooks=None)
+    grad_token = _GRAD_ENABLED.set(False)
+    try:
+        return tuple(Packed(pack(v), unpack, v._edge) if isinstance(v, Tensor) else v for v in values)
+    finally:
+        _GRAD_ENABLED.reset(grad_token)
+        RECORD_EXTRAS.reset(token)
 
 
 def unpack_saved(values: tuple) -> tuple:
@@ -78,6 +92,9 @@ class saved_tensors_hooks:
         self._tokens: list = []
 
     def __enter__(self) -> "saved_tensors_hooks":
+        message = _DISABLED_MESSAGE.get()
+        if message is not None:
+            raise RuntimeError(message)
         self._tokens.append(push_extras(saved_hooks=(self.pack_hook, self.unpack_hook)))
         return self
 
@@ -85,17 +102,40 @@ class saved_tensors_hooks:
         RECORD_EXTRAS.reset(self._tokens.pop())
 
 
-class disable_saved_tensors_hooks:
-    """Inside this block nodes save tensors as they are, whatever hooks are installed outside."""
+#: The message of the innermost active ``disable_saved_tensors_hooks`` (None: hooks allowed).
+_DISABLED_MESSAGE: contextvars.ContextVar[Optional[str]] = contextvars.ContextVar(
+    "fgraph_saved_hooks_disabled", default=None
+)
 
-    def __init__(self, error_message: str = "") -> None:
+
+class disable_saved_tensors_hooks:
+    """Refuse saved-tensor hooks inside this block: installing one raises ``RuntimeError(error_message)``.
+
+    As in PyTorch, entering the block while hooks are installed raises the same error.
+
+    Example:
+        >>> import fgraph as fg
+        >>> from fgraph.autograd.graph import disable_saved_tensors_hooks, saved_tensors_hooks
+        >>> with disable_saved_tensors_hooks("no hooks in this library"):
+        ...     try:
+        ...         saved_tensors_hooks(str, str).__enter__()
+        ...     except RuntimeError as e:
+        ...         print(e)
+        no hooks in this library
+    """
+
+    def __init__(self, error_message: str = "saved tensors default hooks are disabled") -> None:
+        self.error_message = error_message
         self._tokens: list = []
 
     def __enter__(self) -> None:
-        self._tokens.append(push_extras(saved_hooks=None))
+        extras = RECORD_EXTRAS.get()
+        if extras is not None and extras.saved_hooks is not None:
+            raise RuntimeError(self.error_message)
+        self._tokens.append(_DISABLED_MESSAGE.set(self.error_message))
 
     def __exit__(self, *exc: object) -> None:
-        RECORD_EXTRAS.reset(self._tokens.pop())
+        _DISABLED_MESSAGE.reset(self._tokens.pop())
 
 
 def _to_host(t: Any) -> tuple:

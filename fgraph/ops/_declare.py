@@ -77,6 +77,9 @@ class OpDef:
             positions (or a ``slice``) saves only those, the others read ``None`` in
             ``ctx.inputs`` (their shapes stay in ``ctx.shapes``), so a node does not keep
             alive an input whose values its rule never reads (``x`` in ``x[idx]``).
+            A dict ``{position: positions}`` saves input ``position`` only when one of
+            ``positions`` needs a gradient (``mul``: ``{0: (1,), 1: (0,)}``: ``x * c`` with a
+            constant ``c`` saves ``c`` alone, as PyTorch does).
         save_result: the rule reads ``ctx.result``.
         differentiable: ``False`` for ops whose outputs never carry gradients
             (comparisons, argmax...).
@@ -106,9 +109,9 @@ class OpDef:
         self.param_names = tuple(params)
         self.Params = namedtuple(f"{name}_params", self.param_names) if params else None
         self.save_inputs = bool(save_inputs)
-        self.saved_positions: Union[None, frozenset, slice] = (
+        self.saved_positions: Union[None, frozenset, slice, dict] = (
             None if isinstance(save_inputs, bool) else
-            save_inputs if isinstance(save_inputs, slice) else frozenset(save_inputs)
+            save_inputs if isinstance(save_inputs, (slice, dict)) else frozenset(save_inputs)
         )
         self.save_result = save_result
         self.differentiable = differentiable
@@ -208,7 +211,7 @@ def apply_unary(op: OpDef, x: Tensor, params: Any = None) -> Tensor:
     node.params = params
     aval = data.aval
     node.in_meta = ((aval.shape, aval.dtype),)
-    node.saved_inputs = None if not op.save_inputs else (x,) if op.saved_positions is None else _kept(op, (x,))
+    node.saved_inputs = None if not op.save_inputs else (x,) if op.saved_positions is None else _kept(op, (x,), node.next_edges)
     node.saved_result = out if op.save_result else None
     if RECORD_EXTRAS.get() is not None:
         _apply_record_extras(node)
@@ -249,7 +252,7 @@ def apply_binary(op: OpDef, a: Any, b: Any, params: Any = None) -> Tensor:
     node._hooks = None
     node._metadata = None
     node.params = params
-    node.saved_inputs = None if not op.save_inputs else (a, b) if op.saved_positions is None else _kept(op, (a, b))
+    node.saved_inputs = None if not op.save_inputs else (a, b) if op.saved_positions is None else _kept(op, (a, b), node.next_edges)
     node.saved_result = out if op.save_result else None
     if RECORD_EXTRAS.get() is not None:
         _apply_record_extras(node)
@@ -276,7 +279,7 @@ def _record(op: OpDef, args: tuple, arrays: list, params: Any, edges: tuple, out
     node._metadata = None
     node.params = params
     node.in_meta = tuple(in_meta)
-    node.saved_inputs = None if not op.save_inputs else args if op.saved_positions is None else _kept(op, args)
+    node.saved_inputs = None if not op.save_inputs else args if op.saved_positions is None else _kept(op, args, edges)
     if op.num_outputs == 1:
         node.saved_result = out if op.save_result else None
         if RECORD_EXTRAS.get() is not None:
@@ -291,9 +294,11 @@ def _record(op: OpDef, args: tuple, arrays: list, params: Any, edges: tuple, out
     )
 
 
-def _kept(op: OpDef, args: tuple) -> tuple:
+def _kept(op: OpDef, args: tuple, edges: tuple) -> tuple:
     """``args`` with the inputs the rule does not read replaced by ``None``."""
     keep = op.saved_positions
+    if type(keep) is dict:
+        return tuple(a if any(edges[j] is not None for j in keep.get(i, ())) else None for i, a in enumerate(args))
     if isinstance(keep, slice):
         keep = range(len(args))[keep]
     return tuple(a if i in keep else None for i, a in enumerate(args))
@@ -370,6 +375,21 @@ class OpNode(Node):
             else:
                 args.extend(_unpacked_array(r) for r in self.saved_result)
         return args
+
+    def saved_kinds(self) -> tuple:
+        """The types of :meth:`saved_arrays`, found without unpacking (so unpack hooks do not run)."""
+        kinds = []
+        saved = self.saved_inputs
+        if saved is not None:
+            for a in saved:
+                if type(a) is Packed:
+                    kinds.append(Packed)
+                else:
+                    kinds.append(type(a.data) if isinstance(a, Tensor) else type(a))
+        if self.op.save_result:
+            results = (self.saved_result,) if self.op.num_outputs == 1 else self.saved_result
+            kinds.extend(Packed if type(r) is Packed else type(r) for r in results)
+        return tuple(kinds)
 
     def apply_kernel(self, grad_outputs: Sequence[Optional[Tensor]], needs: Optional[tuple], saved: list) -> tuple:
         """Run the rule as one jitted kernel on ``saved`` arrays (see :meth:`saved_arrays`)."""

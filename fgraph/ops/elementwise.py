@@ -49,7 +49,7 @@ def _sub_rule(ctx, g):
 
 def _mul_rule(ctx, g):
     a, b = ctx.inputs
-    return g * b, g * a
+    return (g * b if ctx.needs[0] else None), (g * a if ctx.needs[1] else None)
 
 
 def _div_rule(ctx, g):
@@ -65,8 +65,9 @@ def _neg_rule(ctx, g):
 
 ADD = declare("add", jnp.add, _add_rule, hint=_shapes_hint)
 SUB = declare("sub", jnp.subtract, _sub_rule, hint=_shapes_hint)
-MUL = declare("mul", jnp.multiply, _mul_rule, save_inputs=True, hint=_shapes_hint)
-DIV = declare("div", jnp.true_divide, _div_rule, save_inputs=True, hint=_shapes_hint)
+# Each input is saved only when the other input's gradient reads it (div: b for both).
+MUL = declare("mul", jnp.multiply, _mul_rule, save_inputs={0: (1,), 1: (0,)}, hint=_shapes_hint)
+DIV = declare("div", jnp.true_divide, _div_rule, save_inputs={0: (1,), 1: (0, 1)}, hint=_shapes_hint)
 NEG = declare("neg", jnp.negative, _neg_rule)
 
 
@@ -135,7 +136,14 @@ def _pow_scalar_rule(ctx, g):
 
 def _pow_tensor_rule(ctx, g):
     a, b = ctx.inputs
-    ga = g * b * pow(a, b - 1) if ctx.needs[0] else None
+    ga = None
+    if ctx.needs[0]:
+        # PyTorch's value: 0 where b == 0 (else 0 * 0**-1 = nan at a == 0). Only a == b == 0 is
+        # masked, so the derivative in b at b == 0, a != 0 survives; the exponent is made safe there
+        # too, so the masked branch stays finite and second derivatives are not nan either.
+        zero_zero = logical_and(eq(a, 0), eq(b, 0))
+        safe_b = where(zero_zero, 1.0, b)
+        ga = where(zero_zero, 0.0, g * b * pow(a, safe_b - 1))
     gb = None
     if ctx.needs[1]:
         # d/db a**b = a**b * log(a); PyTorch defines it as 0 where a == 0 and b >= 0.

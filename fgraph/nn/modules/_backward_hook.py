@@ -86,7 +86,7 @@ class BackwardHook:
         for hook in self.user_pre_hooks:
             new = hook(self.module, grad_output)
             if new is not None:
-                grad_output = _checked(new, grad_output, "backward pre-hook", "grad_output", self.module)
+                grad_output = _checked(new, grad_output, "backward pre-hook", "grad_output", self.module, hook)
         self.grad_outputs = grad_output
         if self.input_tensors_index is None:  # no input needs a gradient: the hooks run now
             grad_input = (None,) * self.n_inputs
@@ -109,7 +109,7 @@ class BackwardHook:
         for hook in self.user_hooks:
             new = hook(self.module, grad_input, self.grad_outputs)
             if new is not None:
-                grad_input = _checked(new, grad_input, "backward hook", "grad_input", self.module)
+                grad_input = _checked(new, grad_input, "backward hook", "grad_input", self.module, hook)
         self.grad_outputs = None
         return tuple(grad_input[i] for i in self.input_tensors_index)
 
@@ -122,9 +122,9 @@ def _pack(indices: list[int], values: Sequence, size: int) -> tuple:
     return tuple(res)
 
 
-def _checked(new: Any, old: tuple, kind: str, what: str, module: Any) -> tuple:
+def _checked(new: Any, old: tuple, kind: str, what: str, module: Any, hook: Callable) -> tuple:
     """A hook's replacement for ``old``: same length, and each gradient of the same shape and dtype."""
-    name = type(module).__name__
+    name = f"{type(module).__name__} ('{getattr(hook, '__name__', type(hook).__name__)}')"
     if not isinstance(new, (tuple, list)) or len(new) != len(old):
         got = f"{len(new)} entries" if isinstance(new, (tuple, list)) else f"a {type(new).__name__}"
         raise GradError(
@@ -137,8 +137,9 @@ def _checked(new: Any, old: tuple, kind: str, what: str, module: Any) -> tuple:
         if not isinstance(n, Tensor):
             raise TypeError(f"{kind} of {name} returned a {type(n).__name__} as {what}[{i}]; expected a Tensor.")
         if n.shape != o.shape or n.dtype != o.dtype:
+            change = "size" if n.shape != o.shape else "type"
             raise GradError(
-                f"{kind} of {name} changed {what}[{i}] from shape {o.shape} {o.dtype} to {n.shape} {n.dtype}; "
-                "a hook must return gradients of the same shape and dtype."
+                f"{kind} of {name} has changed the {change} of value: it changed {what}[{i}] from shape {o.shape} "
+                f"{o.dtype} to {n.shape} {n.dtype}; a hook must return gradients of the same shape and dtype."
             )
     return tuple(new)
