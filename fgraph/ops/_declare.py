@@ -84,6 +84,10 @@ class OpDef:
             ``0`` when it depends on the parameters (``split``): the tuple's length.
         node_name: PyTorch-style node name (default ``NameBackward0``).
         hint: ``hint(args, params) -> str`` explaining a failed call.
+        fuse_rule: ``True`` traces the rule into one jitted kernel per signature (the
+            ``create_graph=False`` path); ``False`` runs it op by op, each op its own cached
+            kernel, for rules whose traced kernel would have an output per input (``cat`` of
+            thousands of tensors compiles for seconds per arity).
     """
 
     def __init__(
@@ -99,6 +103,7 @@ class OpDef:
         num_outputs: int = 1,
         node_name: Optional[str] = None,
         hint: Optional[Callable[[tuple, Any], str]] = None,
+        fuse_rule: bool = True,
     ) -> None:
         self.name = name
         self.forward = forward
@@ -114,6 +119,7 @@ class OpDef:
         self.differentiable = differentiable
         self.num_outputs = num_outputs
         self.hint = hint
+        self.fuse_rule = fuse_rule
         self._kernels: dict[Any, Callable] = {}
         self._rule_kernels: dict[Any, Callable] = {}
         node_name = node_name or "".join(p.capitalize() for p in name.split("_")) + "Backward0"
@@ -140,9 +146,8 @@ class OpDef:
         key = (params, in_meta, needs, out_meta)
         fn = self._rule_kernels.get(key)
         if fn is None:
-            fn = self._rule_kernels[key] = jax.jit(
-                functools.partial(_traced_rule, self, params, in_meta, needs, out_meta)
-            )
+            fn = functools.partial(_traced_rule, self, params, in_meta, needs, out_meta)
+            fn = self._rule_kernels[key] = jax.jit(fn) if self.fuse_rule else fn
         return fn
 
 
