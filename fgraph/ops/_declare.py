@@ -329,6 +329,9 @@ def _explain(op: OpDef, args: tuple, params: Any, exc: Exception) -> OpError:
     for i, a in enumerate(args):
         if _is_torch_tensor(a):
             return OpError(_torch_message(op.name, f"argument {i}", a))
+        if isinstance(a, (list, tuple)):
+            return OpError(f"{op.name}: argument {i} is a {type(a).__name__}; fgraph ops take Tensors: wrap it "
+                           f"with fg.tensor(...) first.")
     described = ", ".join(_describe(a) for a in args)
     first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     hint = op.hint(args, params) if op.hint is not None else ""

@@ -14,13 +14,14 @@ from __future__ import annotations
 import math
 from typing import Any, Optional, Sequence, Union
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
 from fgraph.errors import OpError
 from fgraph.ops._declare import apply_op, apply_unary, declare
-from fgraph.tensor import Tensor, type_name
+from fgraph.tensor import Tensor, _is_torch_tensor, type_name
 
 Shape = Union[int, Sequence[int]]
 
@@ -93,7 +94,7 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     if s > e:
         raise OpError(
             f"flatten: start_dim ({start_dim}) cannot come after end_dim ({end_dim}) for a tensor of shape "
-            f"{tuple(input.shape)}."
+            f"{tuple(input.shape)}; pass start_dim <= end_dim (dims {s} and {e} after wrapping negatives)."
         )
     shape = input.shape
     return reshape(input, shape[:s] + (math.prod(shape[s : e + 1]),) + shape[e + 1 :])
@@ -303,6 +304,10 @@ STACK = declare("stack", _stack_forward, _stack_rule, params=("dim",), fuse_rule
 
 
 def _check_join(tensors: Sequence[Tensor], op: str) -> tuple:
+    if isinstance(tensors, (Tensor, jax.Array, np.ndarray)) or _is_torch_tensor(tensors) or not hasattr(tensors, "__iter__"):
+        raise OpError(f"{op}: tensors must be a list or tuple of Tensors, got a {type_name(tensors)}"
+                      + (f" of shape {tensors.shape}" if isinstance(tensors, Tensor) else "")
+                      + f"; write fg.{op}([a, b]) (a Tensor is not split into its rows).")
     tensors = tuple(tensors)
     if not tensors:
         raise OpError(f"{op}: expected a non-empty sequence of tensors.")
