@@ -4,7 +4,7 @@ Each message names the op, the shapes and dtypes involved, and how to fix the ca
 """
 from __future__ import annotations
 
-__all__ = ["OpError", "GradError"]
+__all__ = ["OpError", "GradError", "TracedValueError"]
 
 
 class OpError(ValueError, TypeError):
@@ -17,3 +17,10 @@ class OpError(ValueError, TypeError):
 
 class GradError(RuntimeError):
     """``grad``/``backward`` was asked for something the graph cannot give."""
+
+
+class TracedValueError(TypeError):
+    """A traced tensor's value was read on the host (``t.item()``, ``if t > 0:``) under ``jax.jit``/``vmap``.
+
+    A ``TypeError``, as JAX's own tracer conversion errors are.
+    """

@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fgraph._checks import array_ufunc, check_bool, index_of, traced_read
 from fgraph._dtypes import canonical_dtype, default_float_dtype, is_differentiable_dtype
 from fgraph.autograd.graph import AccumulateGrad, GradientEdge, Node, RemovableHandle, make_edge
 
@@ -52,7 +53,8 @@ class Tensor:
     """
 
     __slots__ = ("data", "grad_fn", "output_nr", "_edge", "__weakref__")
-    __array_priority__ = 1000  # numpy defers binary ops to Tensor
+    __array_priority__ = 1000
+    __array_ufunc__ = array_ufunc  # arr + t gives a Tensor; np.exp(t) on a tensor that requires grad raises
 
     data: jax.Array
     grad_fn: Optional[Node]
@@ -123,6 +125,11 @@ class Tensor:
             raise TypeError("len() of a 0-d tensor")
         return self.data.shape[0]
 
+    def __iter__(self) -> Any:
+        if self.data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor: it has no rows; read its value with t.item().")
+        return (self[i] for i in range(self.data.shape[0]))
+
     # -- leaving the graph -----------------------------------------------------------------
     def detach(self) -> "Tensor":
         """A new leaf with the same data that does not require grad."""
@@ -144,6 +151,8 @@ class Tensor:
 
     def numpy(self) -> np.ndarray:
         """The data as a NumPy array (not available while traced)."""
+        if isinstance(self.data, jax.core.Tracer):
+            raise traced_read("numpy()")
         return np.asarray(self.data)
 
     def tolist(self) -> Any:
@@ -153,6 +162,8 @@ class Tensor:
         """The value of a one-element tensor as a Python scalar."""
         if self.data.size != 1:
             raise ValueError(f"item(): tensor has {self.data.size} elements, expected 1 (shape {self.shape}).")
+        if isinstance(self.data, jax.core.Tracer):
+            raise traced_read("item()")
         return self.numpy().reshape(()).item()
 
     def __jax_array__(self) -> jax.Array:
@@ -175,6 +186,8 @@ class Tensor:
         return self.data.__dlpack_device__()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        if isinstance(self.data, jax.core.Tracer):
+            raise traced_read("np.asarray()")
         arr = np.asarray(self.data)
         return arr if dtype is None else arr.astype(dtype)
 
@@ -185,6 +198,8 @@ class Tensor:
         return int(self.item())
 
     def __bool__(self) -> bool:
+        if isinstance(self.data, jax.core.Tracer):
+            raise traced_read("bool() (an `if` or `while` on a tensor)")
         if self.data.size != 1:
             raise RuntimeError(
                 f"bool(): the truth value of a tensor with {self.data.size} elements is ambiguous; "
@@ -193,6 +208,7 @@ class Tensor:
         return bool(self.item())
 
     def __index__(self) -> int:
+        index_of(self.data.dtype, self.data.size)
         return int(self.item())
 
     __hash__ = object.__hash__  # identity, so tensors work as dict keys (see Gradients)
@@ -318,6 +334,8 @@ def _init_leaf(t: Tensor, data: Any, requires_grad: bool) -> None:
     _set_data(t, data)
     _set_grad_fn(t, None)
     _set_output_nr(t, 0)
+    if requires_grad is not False and requires_grad is not True:
+        requires_grad = check_bool(requires_grad, "tensor", "requires_grad")
     if requires_grad:
         if not is_differentiable_dtype(data.dtype):
             raise TypeError(
@@ -348,8 +366,10 @@ def _to_array(data: Any, dtype: Optional[np.dtype], op: str) -> jax.Array:
             raise TypeError(f"{op}: cannot make a tensor from {type(data).__name__}: {exc}") from None
     if dtype is None and host.dtype.kind == "f" and not isinstance(data, np.ndarray):
         dtype = default_float_dtype()  # Python floats -> float32, as in PyTorch
-    if host.dtype.kind == "O":
-        raise TypeError(f"{op}: cannot make a tensor from objects of type {type(data).__name__}.")
+    if host.dtype.kind in "OUS":
+        what = "strings" if host.dtype.kind in "US" else "objects"
+        raise TypeError(f"{op}: cannot make a tensor from {what} ({type(data).__name__} of {host.dtype}); "
+                        "tensors hold numbers: convert first, e.g. [float(s) for s in values].")
     return jnp.array(host, dtype=dtype)  # a copy: jnp.asarray may alias a NumPy buffer the caller can still write
 
 
@@ -543,6 +563,11 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, requir
     """
     if end is None:
         start, end = 0, start
+    if not isinstance(step, Tensor) and step == 0:
+        from fgraph.errors import OpError
+
+        raise OpError(f"arange: step must be nonzero, got {step!r} (start={start!r}, end={end!r}); "
+                      "for n evenly spaced values use fg.linspace(start, end, n).")
     dt = canonical_dtype(dtype, "arange")
     if dt is None and any(isinstance(v, float) for v in (start, end, step)):
         dt = default_float_dtype()

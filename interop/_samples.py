@@ -252,6 +252,8 @@ SAMPLES: dict[str, Sample] = {
     "unsqueeze": Sample((Arg((2, 3)),), {"dim": 1}),
     "cat": Sample((Arg((2, 3)), Arg((1, 3))), {"dim": 0, "sizes": (2, 1)}),
     "stack": Sample((Arg((2, 3)), Arg((2, 3))), {"dim": 1}),
+    "slice_at": Sample((Arg((5, 3)), np.int32(1)), {"dim": 0, "length": 2}),
+    "place_at": Sample((Arg((2, 3)), np.int32(1)), {"dim": 0, "size": 5}),
     "repeat": Sample((Arg((2, 3)),), {"repeats": (2, 1, 2)}),
     "flip": Sample((Arg((2, 3)),), {"dims": (1,)}),
     "roll": Sample((Arg((2, 3)),), {"shifts": (1,), "dims": (1,)}),

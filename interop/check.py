@@ -29,6 +29,7 @@ import numpy as np
 
 from fgraph.autograd.engine import grad as _fg_grad
 from fgraph.autograd.grad_mode import enable_grad
+from fgraph.errors import TracedValueError
 from fgraph.tensor import Tensor
 
 __all__ = ["check_grads", "GradientMismatch", "GradCheckReport", "GradCheckEntry", "default_tolerances"]
@@ -36,7 +37,7 @@ __all__ = ["check_grads", "GradientMismatch", "GradCheckReport", "GradCheckEntry
 _MODES = ("rev", "fwd")
 #: What JAX raises when a traced function reads a value on the host.
 _HOST_READS = (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,
-               jax.errors.TracerBoolConversionError, jax.errors.TracerIntegerConversionError)
+               jax.errors.TracerBoolConversionError, jax.errors.TracerIntegerConversionError, TracedValueError)
 #: ``(rtol, atol)`` by the least precise floating dtype among the inputs and the output.
 #: Both sides are exact derivatives of the same kernels, so the only differences are
 #: rounding in differently arranged formulas (a rule's ``x * cos(x)`` against JAX's

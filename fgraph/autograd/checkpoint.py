@@ -107,6 +107,7 @@ class CheckpointFunction(Function):
                 f"checkpoint: the checkpointed function must return a Tensor or a tuple, got a "
                 f"{type(outputs).__name__}; return the tensors as a tuple."
             )
+        ctx.out_meta = _meta(outputs)
         return outputs
 
     @staticmethod
@@ -132,6 +133,7 @@ class CheckpointFunction(Function):
             flat.append(r)
         start = next_sequence_nr()
         outputs = _recompute(ctx, flat)
+        _check_recomputed(ctx.out_meta, _meta(outputs))
         outs = outputs if isinstance(outputs, tuple) else (outputs,)
         roots = []
         seeds = []
@@ -180,6 +182,31 @@ def _recompute(ctx: FunctionCtx, flat: list) -> Any:
     finally:
         if current is not None:
             set_rng_state(current)
+
+
+def _meta(outputs: Any) -> tuple:
+    outs = outputs if isinstance(outputs, tuple) else (outputs,)
+    return tuple((o.shape, o.dtype) if isinstance(o, Tensor) else type(o) for o in outs)
+
+
+def _check_recomputed(forward: tuple, again: tuple) -> None:
+    """Raise if the recomputation returned other outputs (count, shapes, dtypes) than the forward pass."""
+    if forward == again:
+        return
+    if len(forward) != len(again):
+        what = f"{len(again)} outputs where the forward pass gave {len(forward)}"
+    else:
+        i = next(i for i, (a, b) in enumerate(zip(forward, again)) if a != b)
+        what = f"output {i} as {_show(again[i])} where the forward pass gave {_show(forward[i])}"
+    raise GradError(
+        f"checkpoint: recomputing the checkpointed function in backward gave {what}. The "
+        "function must compute the same shapes every time it is called with the same arguments: make it depend "
+        "only on its arguments (no global state, counters or Python randomness; fgraph's random ops are replayed)."
+    )
+
+
+def _show(meta: Any) -> str:
+    return f"shape {meta[0]} {meta[1]}" if isinstance(meta, tuple) else f"a {meta.__name__}"
 
 
 def _check_closed_over(roots: list, anchors: set, start: int) -> None:

@@ -32,7 +32,7 @@ from fgraph.autograd.anomaly import anomaly_apply
 from fgraph.autograd.grad_mode import _GRAD_ENABLED
 from fgraph.autograd.graph import AccumulateGrad, GradientEdge, GraphRoot, Node
 from fgraph.errors import GradError
-from fgraph.tensor import Tensor, _wrap
+from fgraph.tensor import Tensor, _is_torch_tensor, _wrap, type_name
 
 __all__ = ["grad", "backward", "Gradients"]
 
@@ -63,6 +63,12 @@ class Gradients(Mapping):
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("Gradients is read-only")
 
+    def __setitem__(self, tensor: Tensor, value: Any) -> None:
+        raise TypeError(_READ_ONLY)
+
+    def __delitem__(self, tensor: Tensor) -> None:
+        raise TypeError(_READ_ONLY)
+
     def __getitem__(self, tensor: Tensor) -> Tensor:
         try:
             return self._items[id(tensor)][1]
@@ -91,6 +97,11 @@ class Gradients(Mapping):
 
     def __repr__(self) -> str:
         return f"Gradients({len(self)} tensors)"
+
+
+_READ_ONLY = ("Gradients is read-only: it does not support item assignment (grads[x] = g) or deletion. To change "
+              "gradients make a dict: new = dict(grads); new[x] = g (opt.step takes any {param: grad} mapping), "
+              "or change them during backward with x.register_hook(fn).")
 
 
 # -- public entry points --------------------------------------------------------------------------
@@ -242,10 +253,17 @@ def _describe_input(x: Any) -> str:
 
 
 def _as_tuple(value: Any, fn: str, what: str) -> tuple:
-    items = (value,) if isinstance(value, Tensor) else tuple(value)
+    if isinstance(value, Tensor):
+        return (value,)
+    try:
+        items = tuple(value) if not _is_torch_tensor(value) else None
+    except TypeError:
+        items = None
+    if items is None:
+        raise TypeError(f"{fn}: {what} must be an fgraph Tensor or a sequence of them, got {type_name(value)}.")
     for i, t in enumerate(items):
         if not isinstance(t, Tensor):
-            raise TypeError(f"{fn}: {what}[{i}] is a {type(t).__name__}, expected an fgraph Tensor.")
+            raise TypeError(f"{fn}: {what}[{i}] is a {type_name(t)}, expected an fgraph Tensor.")
     return items
 
 
@@ -253,6 +271,11 @@ def _make_seeds(outputs: tuple, grad_outputs: Any, fn: str) -> list:
     if grad_outputs is None:
         given: tuple = (None,) * len(outputs)
     else:
+        if not isinstance(grad_outputs, (Tensor, tuple, list)):
+            raise TypeError(
+                f"{fn}: grad_outputs must be a Tensor or a list/tuple with one Tensor (or None) per output, got "
+                f"{type_name(grad_outputs)} {grad_outputs!r}; write e.g. grad_outputs=[fg.ones_like(out)]."
+            )
         given = (grad_outputs,) if isinstance(grad_outputs, Tensor) else tuple(grad_outputs)
         if len(given) != len(outputs):
             raise GradError(
@@ -271,6 +294,12 @@ def _make_seeds(outputs: tuple, grad_outputs: Any, fn: str) -> list:
                 raise GradError(
                     f"{fn}: grad can be implicitly created only for scalar outputs, but output {i} has shape "
                     f"{out.shape}; pass grad_outputs with that shape (e.g. fg.ones_like(out)) or reduce it first."
+                )
+            if jnp.iscomplexobj(out.data):
+                raise GradError(
+                    f"{fn}: grad can be implicitly created only for real scalar outputs, but output {i} is {out.dtype}; "
+                    "pass grad_outputs explicitly (e.g. fg.ones_like(out)), or differentiate a real value such as "
+                    "out.real or out.abs()."
                 )
             g = _wrap(_implicit_seed(out.data))
         else:

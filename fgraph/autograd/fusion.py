@@ -36,6 +36,9 @@ __all__ = ["set_enabled", "is_enabled", "stats", "clear_cache"]
 #: 6 s, 1,200 in 13 s and 1,600 in 160 s (one giant fused loop), while the fused pass saves
 #: only ~7 us per node over the node-by-node engine.
 MAX_NODES = 512
+#: Graphs with a wider node (``cat`` of many tensors) also run node by node: every edge is one
+#: more output slice of the program, and a 300-way ``cat`` alone compiled for 6 s.
+MAX_NODE_EDGES = 64
 #: A structure is compiled the second time it is seen.
 COMPILE_AFTER = 2
 _CACHE_SIZE = 128
@@ -106,7 +109,7 @@ def try_run(graph_root: Node, root_nr: int, seeds: list, dependencies: dict, exe
     layout = []  # per node: (start, stop) of its saved arrays in `arrays`
     n_saved = len(arrays)
     for node in order:
-        if node._hooks is not None:
+        if node._hooks is not None or len(node.next_edges) > MAX_NODE_EDGES:
             return None
         kind = type(node)
         if kind is AccumulateGrad:

@@ -185,7 +185,9 @@ class set_grad_enabled(_GradModeContext):
         return False  # set_grad_enabled(mode) always takes the mode
 
     def __init__(self, mode: bool) -> None:
-        self._grad = bool(mode)
+        from fgraph._checks import check_bool
+
+        self._grad = check_bool(mode, "set_grad_enabled", "mode")
         self._previous = _GRAD_ENABLED.get()
         _GRAD_ENABLED.set(self._grad)
 

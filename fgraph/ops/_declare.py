@@ -87,6 +87,10 @@ class OpDef:
             ``0`` when it depends on the parameters (``split``): the tuple's length.
         node_name: PyTorch-style node name (default ``NameBackward0``).
         hint: ``hint(args, params) -> str`` explaining a failed call.
+        fuse_rule: ``True`` traces the rule into one jitted kernel per signature (the
+            ``create_graph=False`` path); ``False`` runs it op by op, each op its own cached
+            kernel, for rules whose traced kernel would have an output per input (``cat`` of
+            thousands of tensors compiles for seconds per arity).
     """
 
     def __init__(
@@ -102,6 +106,7 @@ class OpDef:
         num_outputs: int = 1,
         node_name: Optional[str] = None,
         hint: Optional[Callable[[tuple, Any], str]] = None,
+        fuse_rule: bool = True,
     ) -> None:
         self.name = name
         self.forward = forward
@@ -117,6 +122,7 @@ class OpDef:
         self.differentiable = differentiable
         self.num_outputs = num_outputs
         self.hint = hint
+        self.fuse_rule = fuse_rule
         self._kernels: dict[Any, Callable] = {}
         self._rule_kernels: dict[Any, Callable] = {}
         node_name = node_name or "".join(p.capitalize() for p in name.split("_")) + "Backward0"
@@ -143,9 +149,8 @@ class OpDef:
         key = (params, in_meta, needs, out_meta)
         fn = self._rule_kernels.get(key)
         if fn is None:
-            fn = self._rule_kernels[key] = jax.jit(
-                functools.partial(_traced_rule, self, params, in_meta, needs, out_meta)
-            )
+            fn = functools.partial(_traced_rule, self, params, in_meta, needs, out_meta)
+            fn = self._rule_kernels[key] = jax.jit(fn) if self.fuse_rule else fn
         return fn
 
 
@@ -329,6 +334,9 @@ def _explain(op: OpDef, args: tuple, params: Any, exc: Exception) -> OpError:
     for i, a in enumerate(args):
         if _is_torch_tensor(a):
             return OpError(_torch_message(op.name, f"argument {i}", a))
+        if isinstance(a, (list, tuple)):
+            return OpError(f"{op.name}: argument {i} is a {type(a).__name__}; fgraph ops take Tensors: wrap it "
+                           f"with fg.tensor(...) first.")
     described = ", ".join(_describe(a) for a in args)
     first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     hint = op.hint(args, params) if op.hint is not None else ""

@@ -14,11 +14,14 @@ from __future__ import annotations
 import math
 from typing import Any, Optional, Sequence, Union
 
+import jax
 import jax.numpy as jnp
+import numpy as np
+from jax import lax
 
 from fgraph.errors import OpError
 from fgraph.ops._declare import apply_op, apply_unary, declare
-from fgraph.tensor import Tensor, type_name
+from fgraph.tensor import Tensor, _is_torch_tensor, type_name
 
 Shape = Union[int, Sequence[int]]
 
@@ -91,7 +94,7 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     if s > e:
         raise OpError(
             f"flatten: start_dim ({start_dim}) cannot come after end_dim ({end_dim}) for a tensor of shape "
-            f"{tuple(input.shape)}."
+            f"{tuple(input.shape)}; pass start_dim <= end_dim (dims {s} and {e} after wrapping negatives)."
         )
     shape = input.shape
     return reshape(input, shape[:s] + (math.prod(shape[s : e + 1]),) + shape[e + 1 :])
@@ -241,11 +244,48 @@ def _cat_forward(*xs, dim, sizes):
     return jnp.concatenate(xs, axis=dim)
 
 
+# cat's and stack's rules cut the output gradient into one piece per input. A static slice
+# per piece would compile one kernel per offset, and one traced rule kernel with an output
+# per input compiles for seconds at a thousand inputs; so the pieces are cut by
+# ``slice_at`` (the offset is a runtime argument: one kernel per piece size), op by op
+# (``fuse_rule=False``), which keeps the first backward linear in the number of inputs.
+def _slice_at_forward(x, start, *, dim, length):
+    return lax.dynamic_slice_in_dim(x, start, length, axis=dim)
+
+
+def _slice_at_rule(ctx, g):
+    size = ctx.shapes[0][ctx.params.dim]
+    return apply_op(PLACE_AT, (g, ctx.inputs[1]), PLACE_AT.Params(ctx.params.dim, size)), None
+
+
+def _place_at_forward(g, start, *, dim, size):
+    zeros = jnp.zeros(g.shape[:dim] + (size,) + g.shape[dim + 1:], g.dtype)
+    return lax.dynamic_update_slice_in_dim(zeros, g, start, axis=dim)
+
+
+def _place_at_rule(ctx, g):
+    length = ctx.shapes[0][ctx.params.dim]
+    return apply_op(SLICE_AT, (g, ctx.inputs[1]), SLICE_AT.Params(ctx.params.dim, length)), None
+
+
+SLICE_AT = declare("slice_at", _slice_at_forward, _slice_at_rule, params=("dim", "length"), save_inputs=(1,),
+                   node_name="SliceBackward0")
+PLACE_AT = declare("place_at", _place_at_forward, _place_at_rule, params=("dim", "size"), save_inputs=(1,),
+                   node_name="SliceBackwardBackward0")
+
+
+def _piece(g: Tensor, dim: int, start: int, length: int) -> Tensor:
+    """``g.narrow(dim, start, length)`` with ``start`` passed at run time (one kernel for every offset)."""
+    if start == 0 and length == g.shape[dim]:
+        return g
+    return apply_op(SLICE_AT, (g, np.int32(start)), SLICE_AT.Params(dim, length))
+
+
 def _cat_rule(ctx, g):
     dim, sizes = ctx.params.dim, ctx.params.sizes
     grads, start = [], 0
     for size, need in zip(sizes, ctx.needs):
-        grads.append(narrow(g, dim, start, size) if need else None)
+        grads.append(_piece(g, dim, start, size) if need else None)
         start += size
     return tuple(grads)
 
@@ -256,15 +296,18 @@ def _stack_forward(*xs, dim):
 
 def _stack_rule(ctx, g):
     dim = ctx.params.dim
-    lead = (slice(None),) * dim
-    return tuple(g[lead + (i,)] if need else None for i, need in enumerate(ctx.needs))
+    return tuple(squeeze(_piece(g, dim, i, 1), dim) if need else None for i, need in enumerate(ctx.needs))
 
 
-CAT = declare("cat", _cat_forward, _cat_rule, params=("dim", "sizes"))
-STACK = declare("stack", _stack_forward, _stack_rule, params=("dim",))
+CAT = declare("cat", _cat_forward, _cat_rule, params=("dim", "sizes"), fuse_rule=False)
+STACK = declare("stack", _stack_forward, _stack_rule, params=("dim",), fuse_rule=False)
 
 
 def _check_join(tensors: Sequence[Tensor], op: str) -> tuple:
+    if isinstance(tensors, (Tensor, jax.Array, np.ndarray)) or _is_torch_tensor(tensors) or not hasattr(tensors, "__iter__"):
+        raise OpError(f"{op}: tensors must be a list or tuple of Tensors, got a {type_name(tensors)}"
+                      + (f" of shape {tensors.shape}" if isinstance(tensors, Tensor) else "")
+                      + f"; write fg.{op}([a, b]) (a Tensor is not split into its rows).")
     tensors = tuple(tensors)
     if not tensors:
         raise OpError(f"{op}: expected a non-empty sequence of tensors.")

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Optional, Union
 
+import jax.numpy as jnp
+
 from fgraph.errors import OpError
 from fgraph.nn.functional._conv_primitive import conv_general
 from fgraph.nn.functional._utils import IntOrTuple, check_float, check_tensor, int_tuple
@@ -43,17 +45,17 @@ def _prepare(op: str, input: Tensor, weight: Tensor, n: int):
     check_float(weight, op, "weight")
     if weight.ndim != n + 2:
         raise OpError(f"{op}: weight must have {n + 2} dims (out, in/groups, *kernel), got shape {tuple(weight.shape)}.")
-    if input.dtype != weight.dtype:
-        raise OpError(f"{op}: input dtype {input.dtype} and weight dtype {weight.dtype} differ; convert one of them "
-                      "(e.g. module.double() or input.float()).")
+    if input.dtype != weight.dtype:  # promote, as matmul and linear do
+        dtype = jnp.promote_types(input.dtype, weight.dtype)
+        input, weight = input.to(dtype), weight.to(dtype)
     if input.ndim == n + 1:
-        return unsqueeze(input, 0), True
+        return unsqueeze(input, 0), weight, True
     if input.ndim != n + 2:
         raise OpError(
             f"{op}: expected a {n + 1}-D (unbatched) or {n + 2}-D (batched) input of shape (N, C, *spatial), "
             f"got shape {tuple(input.shape)}."
         )
-    return input, False
+    return input, weight, False
 
 
 def _add_bias(out: Tensor, bias: Optional[Tensor], channels: int, n: int, op: str) -> Tensor:
@@ -67,7 +69,7 @@ def _add_bias(out: Tensor, bias: Optional[Tensor], channels: int, n: int, op: st
 
 def _conv(op: str, n: int, input: Tensor, weight: Tensor, bias: Optional[Tensor], stride: IntOrTuple,
           padding: Union[str, IntOrTuple], dilation: IntOrTuple, groups: int) -> Tensor:
-    x, unbatched = _prepare(op, input, weight, n)
+    x, weight, unbatched = _prepare(op, input, weight, n)
     stride = int_tuple(stride, n, op, "stride")
     dilation = int_tuple(dilation, n, op, "dilation")
     if any(s <= 0 for s in stride) or any(d <= 0 for d in dilation):
@@ -116,7 +118,7 @@ def _conv(op: str, n: int, input: Tensor, weight: Tensor, bias: Optional[Tensor]
 
 def _conv_transpose(op: str, n: int, input: Tensor, weight: Tensor, bias: Optional[Tensor], stride: IntOrTuple,
                     padding: IntOrTuple, output_padding: IntOrTuple, groups: int, dilation: IntOrTuple) -> Tensor:
-    x, unbatched = _prepare(op, input, weight, n)
+    x, weight, unbatched = _prepare(op, input, weight, n)
     stride = int_tuple(stride, n, op, "stride")
     dilation = int_tuple(dilation, n, op, "dilation")
     pad = int_tuple(padding, n, op, "padding")
