@@ -25,7 +25,6 @@ import fgraph.nn.functional as F
 from fgraph.autograd.checkpoint import checkpoint
 from fgraph.errors import GradError, OpError, TracedValueError
 
-FIDELITY = pytest.mark.xfail(strict=True, reason="implemented on branch h/fidelity")
 
 
 class Mistake(NamedTuple):
@@ -123,10 +122,10 @@ TABLE: list[Mistake] = [
             "return a gradient of the tensor's shape"),
     Mistake("tensor_hook_wrong_dtype", "silent", "a hook on a float leaf returns `g.long()`",
             lambda: _grad_with_tensor_hook(lambda g: g.long()), RuntimeError, ("hook", "dtype|type"),
-            "return a gradient of the tensor's dtype", marks=(FIDELITY,)),
+            "return a gradient of the tensor's dtype"),
     Mistake("node_post_hook_wrong_shape", "silent", "a node post-hook returns a `grad_inputs` entry of another shape",
             lambda: _grad_with_node_hook("register_hook", lambda gin, gout: (fg.ones(7),)), RuntimeError,
-            ("hook", "size|shape"), "return gradients of the inputs' shapes", marks=(FIDELITY,)),
+            ("hook", "size|shape"), "return gradients of the inputs' shapes"),
     Mistake("node_pre_hook_wrong_shape", "silent", "a node pre-hook returns a `grad_outputs` entry of another shape",
             lambda: _grad_with_node_hook("register_prehook", lambda gout: (fg.ones(7),)), RuntimeError,
             ("hook", "size|shape"), "return gradients of the outputs' shapes"),
@@ -202,10 +201,10 @@ TABLE: list[Mistake] = [
             lambda: fg.grad((_leaf() * 2).sum(), [_leaf()], grad_outputs=1.0), TypeError,
             ("grad_outputs", r"fg\.ones_like"), "`grad_outputs=[fg.ones_like(y)]`"),
     Mistake("no_grad_without_parentheses", "error", "`@fg.no_grad` without parentheses",
-            _no_grad_without_parens, None, fix="works, as in PyTorch", check=lambda r: r is False, marks=(FIDELITY,)),
+            _no_grad_without_parens, None, fix="works, as in PyTorch", check=lambda r: r is False),
     Mistake("no_grad_on_generator", "silent", "`@fg.no_grad()` on a generator function",
             _no_grad_generator, None, fix="grad mode applies inside the generator, as in PyTorch",
-            check=lambda r: r == [False, False], marks=(FIDELITY,)),
+            check=lambda r: r == [False, False]),
     # -- PyTorch habits --------------------------------------------------------------------------------
     Mistake("read_dot_grad", "error", "`x.grad` after `loss.backward()`",
             lambda: _leaf().grad, AttributeError, ("grad", r"grads = loss\.backward\(\)"),

@@ -242,7 +242,7 @@ def _as_inputs(value: Any, fn: str) -> tuple:
     for i, t in enumerate(items):
         if not isinstance(t, (Tensor, GradientEdge)):
             raise TypeError(
-                f"{fn}: inputs[{i}] is a {type(t).__name__}, expected an fgraph Tensor or a GradientEdge "
+                f"{fn}: inputs[{i}] is a {type_name(t)}, expected an fgraph Tensor or a GradientEdge "
                 "(fg.autograd.graph.get_gradient_edge(t))."
             )
     return items
