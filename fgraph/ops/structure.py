@@ -37,7 +37,7 @@ import numpy as np
 from fgraph._dtypes import canonical_dtype, default_float_dtype
 from fgraph.errors import OpError
 from fgraph.ops._declare import apply_op, apply_unary, declare
-from fgraph.ops._index_checks import bool_mask, check_tensor, index_array, is_traced
+from fgraph.ops._index_checks import bool_mask, check_tensor, is_traced
 from fgraph.ops._variants import node_variant
 from fgraph.ops.elementwise import WHERE
 from fgraph.ops.indexing import (
