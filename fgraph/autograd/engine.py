@@ -27,6 +27,7 @@ import jax
 import jax.numpy as jnp
 
 from fgraph.autograd import fusion
+from fgraph.autograd._hook_calls import call_post_hooks, call_pre_hooks, call_tensor_pre_hooks, hook_name
 from fgraph.autograd._record_state import RECORD_EXTRAS
 from fgraph.autograd.anomaly import anomaly_apply
 from fgraph.autograd.grad_mode import _GRAD_ENABLED
@@ -553,7 +554,7 @@ def _run_ready_heap(graph_root: Node, buffers: dict, dependencies: dict, exec_in
         grads = buffers.pop(fn)
         hooks = fn._hooks
         if hooks is not None and hooks.tensor_pre is not None:
-            grads = _call_tensor_pre_hooks(fn, hooks.tensor_pre, grads)
+            grads = call_tensor_pre_hooks(fn, hooks.tensor_pre, grads)
 
         needs = None
         if exec_info is not None:
@@ -566,17 +567,17 @@ def _run_ready_heap(graph_root: Node, buffers: dict, dependencies: dict, exec_in
             needs = tuple([e is not None and e[0] in executes for e in fn.next_edges])
 
         if hooks is not None and hooks.pre is not None:
-            grads = _call_pre_hooks(fn, hooks.pre, grads)
+            grads = call_pre_hooks(fn, hooks.pre, grads)
         if type(fn) is AccumulateGrad:
             # As in PyTorch: tensor hooks, pre-hooks, accumulation (post-accumulate hooks), post-hooks.
             if accumulate and grads[0] is not None:
                 _accumulate(fn, grads[0], leaf_grads)
             if hooks is not None and hooks.post is not None:
-                _call_post_hooks(fn, hooks.post, (), grads)
+                call_post_hooks(fn, hooks.post, (), grads)
             continue
         outputs = fn.apply(grads, needs) if apply is None else apply(fn, grads, needs)
         if hooks is not None and hooks.post is not None:
-            outputs = _call_post_hooks(fn, hooks.post, outputs, grads)
+            outputs = call_post_hooks(fn, hooks.post, outputs, grads)
 
         for edge, g in zip(fn.next_edges, outputs):
             if edge is None:
@@ -615,77 +616,6 @@ def _accumulate(fn: AccumulateGrad, g: Tensor, leaf_grads: dict) -> None:
         for hook in tuple(hooks.post_accumulate.values()):
             if hook(leaf, total) is not None:
                 raise GradError(
-                    f"post-accumulate-grad hook '{_hook_name(hook)}' returned a value; post accumulate grad hooks "
+                    f"post-accumulate-grad hook '{hook_name(hook)}' returned a value; post accumulate grad hooks "
                     "should return None (they observe the accumulated gradient, they cannot replace it)."
                 )
-
-
-def _call_tensor_pre_hooks(fn: Node, hooks: dict, grads: list) -> list:
-    grads = list(grads)
-    for output_nr, hook in tuple(hooks.values()):
-        g = grads[output_nr]  # None when only a sibling output of a multi-output node got a gradient
-        new = hook(g)
-        if new is not None:
-            grads[output_nr] = _check_hook_result(fn, "tensor hook", hook, g, new)
-    return grads
-
-
-def _call_pre_hooks(fn: Node, hooks: dict, grads: list) -> list:
-    for hook in tuple(hooks.values()):
-        new = hook(tuple(grads))
-        if new is not None:
-            grads = _check_hook_results(fn, "pre-hook", hook, grads, new)
-    return grads
-
-
-def _call_post_hooks(fn: Node, hooks: dict, outputs: tuple, grads: list) -> tuple:
-    for hook in tuple(hooks.values()):
-        new = hook(tuple(outputs), tuple(grads))
-        if new is not None:
-            outputs = tuple(_check_hook_results(fn, "post-hook", hook, outputs, new))
-    return outputs
-
-
-def _hook_name(hook: Any) -> str:
-    return getattr(hook, "__name__", type(hook).__name__)
-
-
-def _check_hook_results(fn: Node, kind: str, hook: Any, old: Sequence, new: Any) -> list:
-    if not isinstance(new, (tuple, list)):
-        raise TypeError(
-            f"{kind} '{_hook_name(hook)}' on {fn.name()} returned a {type(new).__name__}; it must return None or "
-            f"a tuple of {len(old)} gradients."
-        )
-    if len(new) != len(old):
-        raise GradError(
-            f"{kind} '{_hook_name(hook)}' on {fn.name()} has returned an incorrect number of values "
-            f"(got {len(new)}, but expected {len(old)})."
-        )
-    return [_check_hook_result(fn, kind, hook, o, n) for o, n in zip(old, new)]
-
-
-def _check_hook_result(fn: Node, kind: str, hook: Any, old: Optional[Tensor], new: Any) -> Optional[Tensor]:
-    """A hook's replacement gradient must keep the original's shape and dtype (PyTorch checks the same)."""
-    name = _hook_name(hook)
-    if new is None:
-        return None
-    if not isinstance(new, Tensor):
-        raise TypeError(
-            f"{kind} '{name}' on {fn.name()} returned a {type(new).__name__}; it must return a Tensor or None."
-        )
-    if old is None:
-        raise GradError(
-            f"{kind} '{name}' on {fn.name()} returned a gradient of shape {new.shape} where there is none (None); "
-            "a hook can't replace an empty gradient with a non-empty value."
-        )
-    if new.shape != old.shape:
-        raise GradError(
-            f"{kind} '{name}' on {fn.name()} has changed the size of value: expected shape {old.shape}, got "
-            f"{new.shape}; a hook must return a gradient of the same shape."
-        )
-    if new.dtype != old.dtype:
-        raise GradError(
-            f"{kind} '{name}' on {fn.name()} has changed the type of value: expected dtype {old.dtype}, got "
-            f"{new.dtype}; cast the replacement back (e.g. g.to(grad.dtype))."
-        )
-    return new
