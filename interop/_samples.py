@@ -342,6 +342,8 @@ SAMPLES: dict[str, Sample] = {
     "linalg_qr": Sample((Arg((4, 3), "sv"),), {"mode": "reduced"}),
     "linalg_eigh": Sample((Arg((3, 3), "eig", sym=True),), {"lower": True}),
     "linalg_svd": Sample((Arg((3, 2), "sv"),), {"full_matrices": False}),
+    "linalg_matrix_exp": Sample((Arg((3, 3)),)),
+    "linalg_lu_factor": Sample((Arg((3, 3), "wellcond"),)),
 }
 
 
