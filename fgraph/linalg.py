@@ -23,6 +23,7 @@ from typing import Sequence
 from fgraph.ops.decompositions import EighResult, QRResult, SVDResult, cholesky, eigh, eigvalsh, qr, svd, svdvals
 from fgraph.ops.linalg import matmul
 from fgraph.ops.linalg_norms import matrix_norm, norm, vector_norm
+from fgraph.ops.products import linalg_cross as cross, matrix_power
 from fgraph.ops.linalg_solve import SlogdetResult, det, inv, pinv, slogdet, solve, solve_triangular
 from fgraph.tensor import Tensor
 
@@ -67,6 +68,6 @@ __all__ = [
     "norm", "vector_norm", "matrix_norm",
     "inv", "solve", "solve_triangular", "pinv", "det", "slogdet",
     "cholesky", "qr", "eigh", "eigvalsh", "svd", "svdvals",
-    "matmul", "vecdot", "multi_dot",
+    "matmul", "vecdot", "multi_dot", "cross", "matrix_power",
     "SlogdetResult", "QRResult", "EighResult", "SVDResult",
 ]
