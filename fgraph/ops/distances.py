@@ -10,8 +10,9 @@ The distances are always computed from the coordinate differences:
 ``compute_mode`` is checked and accepted for compatibility, but the matrix-product
 shortcut PyTorch may take for ``p = 2`` (faster for large inputs, inexact by
 cancellation, with a useless gradient at coincident points) is never used.
-``pdist`` selects the upper triangle of ``cdist(x, x)``; ``dist`` is the p-norm
-primitive of ``fgraph.linalg.vector_norm``; ``cov`` and ``corrcoef`` are composites.
+``pdist`` selects the upper triangle of ``cdist(x, x)``; ``dist`` is a primitive
+(``DistBackward0``) with the rule of ``fgraph.linalg.vector_norm``; ``cov`` and
+``corrcoef`` are composites.
 
 Example:
     >>> import fgraph as fg
@@ -34,13 +35,13 @@ import numpy as np
 from fgraph._dtypes import default_float_dtype
 from fgraph.errors import OpError
 from fgraph.nn.functional.basic import cosine_similarity, pairwise_distance
-from fgraph.ops._declare import apply_op, declare
+from fgraph.ops._declare import RuleContext, apply_op, declare
 from fgraph.ops._index_checks import is_traced
 from fgraph.ops._linalg_util import check_tensor
 from fgraph.ops.elementwise import abs as fg_abs
 from fgraph.ops.elementwise import clamp, eq, logical_or, pow, sign, sqrt, to_dtype, where
 from fgraph.ops.linalg import matmul
-from fgraph.ops.linalg_norms import vector_norm_of
+from fgraph.ops.linalg_norms import _vector_norm_forward, _vector_norm_rule
 from fgraph.ops.triangular import diagonal
 from fgraph.tensor import Tensor, _wrap
 
@@ -162,8 +163,26 @@ def pdist(input: Tensor, p: float = 2.0) -> Tensor:
     return full.reshape(n * n)[_wrap(jnp.asarray(rows * n + cols, dtype=jnp.int32))]
 
 
+def _dist_forward(a, b, *, ord, dims, keepdim):
+    return _vector_norm_forward(a - b, ord=ord, dims=dims, keepdim=keepdim)
+
+
+def _dist_rule(ctx, g):
+    """The p-norm's rule (``fgraph.linalg.vector_norm``) on ``input - other``; ``other`` gets its negative."""
+    a, b = ctx.inputs
+    diff = a - b
+    norm_ctx = RuleContext((diff,), ctx.result, ctx.params, (True,), ((diff.shape, diff.dtype),))
+    (g_diff,) = _vector_norm_rule(norm_ctx, g)
+    return (g_diff if ctx.needs[0] else None), (-g_diff if ctx.needs[1] else None)
+
+
+DIST = declare("dist", _dist_forward, _dist_rule, params=("ord", "dims", "keepdim"), save_inputs=True,
+               save_result=True)
+
+
 def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
-    """The p-norm of ``input - other`` (broadcast), over all elements.
+    """The p-norm of ``input - other`` (broadcast), over all elements (``DistBackward0``; ties of the
+    inf-norms share the gradient evenly, as ``torch.dist``).
 
     Example:
         >>> import fgraph as fg
@@ -180,7 +199,10 @@ def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
         raise OpError(f"dist: shapes {input.shape} and {other.shape} do not broadcast.") from None
     if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)):
         raise TypeError(f"dist: p must be a number, got {type(p).__name__}.")
-    return vector_norm_of(input - other, float(p), tuple(range(nd)), False)
+    p = float(p)
+    if nd and (p < 0 or math.isinf(p)) and 0 in np.broadcast_shapes(input.shape, other.shape):
+        raise OpError(f"dist: a norm of order {p} of an empty tensor is undefined.")
+    return apply_op(DIST, (input, other), DIST.Params(int(p) if p.is_integer() else p, tuple(range(nd)), False))
 
 
 # -- covariance and correlation -----------------------------------------------------------------------------------

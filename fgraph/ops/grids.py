@@ -183,7 +183,7 @@ def vander(x: Tensor, N: Optional[int] = None, increasing: bool = False) -> Tens
 def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Optional[Tensor] = None,
          append: Optional[Tensor] = None) -> Tensor:
     """The ``n``-th forward difference along ``dim``, after concatenating ``prepend`` and ``append`` there
-    (booleans: ``!=``).
+    (booleans: ``!=``); ``n = 0`` returns ``input`` as it is (without them), as PyTorch.
 
     Example:
         >>> import fgraph as fg
@@ -199,6 +199,8 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Optional[Tensor] = N
         raise IndexError(f"diff: dim {dim} is out of range for shape {input.shape} "
                          f"(expected a value in [{-input.ndim}, {input.ndim - 1}]).")
     d = int(dim) % input.ndim
+    if n == 0:  # PyTorch returns the input itself, without prepend/append
+        return input
     parts = []
     for t, name in ((prepend, "prepend"), (input, None), (append, "append")):
         if t is None:
