@@ -36,7 +36,6 @@ from fgraph._dtypes import default_float_dtype
 from fgraph.errors import OpError
 from fgraph.nn.functional.basic import cosine_similarity, pairwise_distance
 from fgraph.ops._declare import RuleContext, apply_op, declare
-from fgraph.ops._index_checks import is_traced
 from fgraph.ops._linalg_util import check_tensor
 from fgraph.ops.elementwise import abs as fg_abs
 from fgraph.ops.elementwise import clamp, eq, logical_or, pow, sign, sqrt, to_dtype, where
@@ -213,8 +212,6 @@ def _check_weights(w: Any, name: str, n: int, integer: bool) -> Tensor:
     kind = jnp.integer if integer else jnp.floating
     if not jnp.issubdtype(w.dtype, kind):
         raise OpError(f"cov: {name} must have {'an integer' if integer else 'a floating-point'} dtype, got {w.dtype}.")
-    if not is_traced(w) and bool(jnp.any(w.data < 0)):
-        raise OpError(f"cov: {name} cannot be negative.")
     return w
 
 
@@ -223,7 +220,8 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Optional[Tensor] = None
     """Covariance of the variables in the rows of ``input`` (observations in the columns; 1-D: one variable),
     with PyTorch's ``correction`` (1: unbiased), integer frequency weights ``fweights`` and float observation
     weights ``aweights``. Zero or negative degrees of freedom give inf/NaN (PyTorch's values; it warns only
-    when they are known without weights, and so does fgraph).
+    when they are known without weights, and so does fgraph). Weights are not checked for negative values
+    (that would read them on the host; PyTorch raises).
 
     Example:
         >>> import fgraph as fg
