@@ -367,3 +367,32 @@ def test_cov_errors_and_corrcoef_of_one_variable():
     with pytest.raises(OpError, match=r"one weight per observation \(3\)"):
         fg.cov(fg.ones(2, 3), fweights=fg.tensor([1, 1]))
     assert fg.corrcoef(t([1.0, 2.0, 4.0])).item() == 1.0
+
+
+# -- exports and tracing ----------------------------------------------------------------------------------------
+def test_functions_and_methods_are_installed():
+    from fgraph.ops import distances, grids, products
+
+    for module in (products, distances, grids):
+        for name in module.TENSOR_METHODS:
+            assert getattr(fg.Tensor, name) is module.TENSOR_METHODS[name], name
+        for name in module.__all__:
+            assert getattr(fg, name) is getattr(module, name), name
+    assert fg.linalg.cross is products.linalg_cross and fg.linalg.matrix_power is products.matrix_power
+
+
+def test_programs_with_the_new_ops_trace_under_jax():
+    # A whole program (weighted cov, cdist, pdist, addmm, diff, meshgrid) is JAX-traceable: check_grads runs it
+    # under jax.grad, where every array is a tracer (no host reads), orders 1 and 2.
+    import interop
+
+    fw = fg.tensor([1, 2, 0, 3])
+
+    def program(x, y):
+        c = fg.cov(x, fweights=fw, aweights=y.abs() + 0.5)
+        d = fg.cdist(x, x.flip(0) + 3.0) + fg.pdist(x * 2.0).sum()
+        gx, gy = fg.meshgrid(y, y, indexing="xy")
+        return (fg.addmm(c, c, c, beta=0.5).sum() + d.sum() + fg.diff(x, 2, 1, prepend=x[:, :1]).sum()
+                + (gx * gy.sin()).sum())
+
+    interop.check_grads(program, RNG.uniform(-1, 1, (3, 4)), RNG.uniform(-1, 1, (4,)))
