@@ -87,7 +87,6 @@ TABLE = [
     _e("block_diag", fg.block_diag, _block_diag_ref, None, cases(Case(((2, 3), (2,), ())), Case(((2, 2), (0, 1))))),
     _e("vander", lambda x, N, increasing: fg.vander(x, N, increasing), _vander_ref, 1, VANDER_CASES),
     _e("diff", lambda x, *pa, n, dim: fg.diff(x, n, dim, *pa), _diff_ref, None, DIFF_CASES),
-    _e("tensor_diff_method", lambda x, *pa, n, dim: x.diff(n, dim, *pa), _diff_ref, None, DIFF_CASES),
 ]
 
 def _torch_vander(x, N, increasing):
@@ -105,5 +104,4 @@ TORCH = {
     "block_diag": lambda *xs: torch.block_diag(*xs),
     "vander": _torch_vander,
     "diff": lambda x, *pa, n, dim: torch.diff(x, n, dim, *pa),
-    "tensor_diff_method": lambda x, *pa, n, dim: x.diff(n, dim, *pa),
 }
