@@ -55,6 +55,9 @@ from fgraph.ops.trigonometric import *  # noqa: F401,F403
 from fgraph.ops.creation import *  # noqa: F401,F403
 from fgraph.ops.random_ops import *  # noqa: F401,F403
 from fgraph.ops.structure import *  # noqa: F401,F403
+from fgraph.ops.products import *  # noqa: F401,F403
+from fgraph.ops.distances import *  # noqa: F401,F403
+from fgraph.ops.grids import *  # noqa: F401,F403
 from fgraph.random import Generator, get_rng_state, initial_seed, manual_seed, set_rng_state
 from fgraph._exchange import from_dlpack
 from fgraph.serialization import load, save

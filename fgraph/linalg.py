@@ -26,6 +26,7 @@ from typing import Sequence
 from fgraph.ops.decompositions import EighResult, QRResult, SVDResult, cholesky, eigh, eigvalsh, qr, svd, svdvals
 from fgraph.ops.linalg import matmul
 from fgraph.ops.linalg_norms import matrix_norm, norm, vector_norm
+from fgraph.ops.products import linalg_cross as cross, matrix_power
 from fgraph.ops.linalg_solve import SlogdetResult, det, inv, pinv, slogdet, solve, solve_triangular
 from fgraph.ops.linalg_eig import EigResult, eig, eigvals
 from fgraph.ops.linalg_lu import LUFactorExResult, LUFactorResult, LUResult, lu, lu_factor, lu_factor_ex, lu_solve
@@ -75,7 +76,7 @@ __all__ = [
     "norm", "vector_norm", "matrix_norm",
     "inv", "solve", "solve_triangular", "pinv", "det", "slogdet",
     "cholesky", "qr", "eigh", "eigvalsh", "svd", "svdvals",
-    "matmul", "vecdot", "multi_dot",
+    "matmul", "vecdot", "multi_dot", "cross", "matrix_power",
     "SlogdetResult", "QRResult", "EighResult", "SVDResult",
     "eig", "eigvals", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "matrix_exp", "lstsq", "matrix_rank", "cond",
     "householder_product", "tensorinv", "tensorsolve", "vander", "diagonal", "inv_ex", "cholesky_ex", "solve_ex",

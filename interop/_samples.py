@@ -344,6 +344,20 @@ SAMPLES: dict[str, Sample] = {
     "linalg_svd": Sample((Arg((3, 2), "sv"),), {"full_matrices": False}),
     "linalg_matrix_exp": Sample((Arg((3, 3)),)),
     "linalg_lu_factor": Sample((Arg((3, 3), "wellcond"),)),
+    # products, distances (fgraph/ops/products.py, distances.py)
+    "addmm": Sample((Arg((3,)), Arg((2, 3)), Arg((3, 3))), {"subscripts": "ij,jk->ik", "beta": 0.5, "alpha": 2.0}),
+    "addmv": Sample((Arg((2,)), Arg((2, 3)), Arg((3,))), {"subscripts": "ij,j->i", "beta": 1, "alpha": -1.5}),
+    "addbmm": Sample((Arg((2, 2)), Arg((2, 2, 3)), Arg((2, 3, 2))), {"subscripts": "bij,bjk->ik", "beta": 1,
+                                                                     "alpha": 1}),
+    "baddbmm": Sample((Arg((1, 2)), Arg((2, 2, 3)), Arg((2, 3, 2))), {"subscripts": "bij,bjk->bik", "beta": 2.0,
+                                                                      "alpha": 0.5}),
+    "addr": Sample((Arg((2, 3)), Arg((2,)), Arg((3,))), {"subscripts": "i,j->ij", "beta": 0, "alpha": 1}),
+    "addcmul": Sample((Arg((2, 3)), Arg((3,)), Arg((2, 1))), {"value": 0.5}),
+    "addcdiv": Sample((Arg((2, 3)), Arg((3,)), Arg((2, 1), "pos")), {"value": 2.0}),
+    "trace": Sample((Arg((3, 3)),)),
+    "linalg_cross": Sample((Arg((2, 3)), Arg((1, 3))), {"dim": 1}),
+    "cdist": Sample((Arg((2, 3)), Arg((4, 3))), {"p": 3}),
+    "dist": Sample((Arg((2, 3)), Arg((3,))), {"ord": 2, "dims": (0, 1), "keepdim": False}),
 }
 
 

@@ -18,6 +18,7 @@ from fgraph.ops import linalg_toplevel  # linear algebra: torch.det, torch.svd, 
 from fgraph.ops import selection, sorting, unique  # sorting and selection: sort, topk, quantile, unique...
 from fgraph.ops import complex_parts, linalg_eig, linalg_lu, linalg_more  # eig, lu, matrix_exp, real/imag...
 from fgraph.ops import structure  # clone, select, index_fill, hsplit...; Tensor.T, H, mH
+from fgraph.ops import distances, grids, products  # addmm, cross, cdist, cov, meshgrid, diff, ...
 
 #: The op family modules. Each declares its primitives on import and lists its
 #: public functions in ``__all__`` (exported as ``fgraph.<name>``) and its Tensor
@@ -32,6 +33,7 @@ FAMILIES += (gather_scatter,)
 FAMILIES += (sorting, selection, unique)
 FAMILIES += (complex_parts, linalg_eig, linalg_lu, linalg_more)
 FAMILIES += (structure,)
+FAMILIES += (products, distances, grids)
 
 __all__ = ["OpDef", "RuleContext", "apply_op", "declare", "registry", "describe", "FAMILIES"]
 
