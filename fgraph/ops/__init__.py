@@ -15,6 +15,7 @@ from fgraph.ops import creation, random_ops  # creation and random families
 from fgraph.ops import gather_scatter  # indexing family: gather/scatter
 from fgraph.ops import reduction_minmax, reduction_norm, scan  # reduction families
 from fgraph.ops import linalg_toplevel  # linear algebra: torch.det, torch.svd, ...
+from fgraph.ops import numerics, numerics_reduce, special_more  # numerics and torch.special
 
 #: The op family modules. Each declares its primitives on import and lists its
 #: public functions in ``__all__`` (exported as ``fgraph.<name>``) and its Tensor
@@ -26,6 +27,7 @@ FAMILIES += (elementwise_math, trigonometric, special, rounding)
 FAMILIES += (creation, random_ops)
 FAMILIES += (linalg_toplevel,)
 FAMILIES += (gather_scatter,)
+FAMILIES += (numerics, numerics_reduce, special_more)
 
 __all__ = ["OpDef", "RuleContext", "apply_op", "declare", "registry", "describe", "FAMILIES"]
 
