@@ -331,6 +331,17 @@ SAMPLES: dict[str, Sample] = {
     "linalg_qr": Sample((Arg((4, 3), "sv"),), {"mode": "reduced"}),
     "linalg_eigh": Sample((Arg((3, 3), "eig", sym=True),), {"lower": True}),
     "linalg_svd": Sample((Arg((3, 2), "sv"),), {"full_matrices": False}),
+    # numerics and torch.special (fgraph/ops/numerics*.py, special_more.py)
+    "logaddexp": Sample((Arg((2, 3)), Arg((3,)))), "logaddexp2": Sample((Arg((2, 3)), Arg((3,)))),
+    "xlogy": Sample((Arg((2, 3)), Arg((2, 3), "pos"))), "xlog1py": Sample((Arg((2, 3)), Arg((2, 3), "pos"))),
+    "copysign": Sample((Arg((2, 3), "sep"), Arg((2, 3), "sep"))),
+    "nan_to_num": Sample((Arg((2, 3)),), {"nan": 0.0, "posinf": None, "neginf": None}),
+    "heaviside": Sample((Arg((2, 3)), Arg((2, 3))), skip="no derivative (as in PyTorch)"),
+    "logcumsumexp": Sample((Arg((2, 3)),), {"dim": 1}),
+    "cummax": Sample((Arg((2, 3), "sep"),), {"dim": 1, "largest": True}),
+    "cummin": Sample((Arg((2, 3), "sep"),), {"dim": 0, "largest": False}),
+    "entr": unary("pos"), "ndtri": unary("prob"),
+    "zeta": Sample((2.5, Arg((2, 3), "pos"))),
 }
 
 
