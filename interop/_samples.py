@@ -358,6 +358,17 @@ SAMPLES: dict[str, Sample] = {
     "linalg_cross": Sample((Arg((2, 3)), Arg((1, 3))), {"dim": 1}),
     "cdist": Sample((Arg((2, 3)), Arg((4, 3))), {"p": 3}),
     "dist": Sample((Arg((2, 3)), Arg((3,))), {"ord": 2, "dims": (0, 1), "keepdim": False}),
+    # numerics and torch.special (fgraph/ops/numerics*.py, special_more.py)
+    "logaddexp": Sample((Arg((2, 3)), Arg((3,)))), "logaddexp2": Sample((Arg((2, 3)), Arg((3,)))),
+    "xlogy": Sample((Arg((2, 3)), Arg((2, 3), "pos"))), "xlog1py": Sample((Arg((2, 3)), Arg((2, 3), "pos"))),
+    "copysign": Sample((Arg((2, 3), "sep"), Arg((2, 3), "sep"))),
+    "nan_to_num": Sample((Arg((2, 3)),), {"nan": 0.0, "posinf": None, "neginf": None}),
+    "heaviside": Sample((Arg((2, 3)), Arg((2, 3))), skip="no derivative (as in PyTorch)"),
+    "logcumsumexp": Sample((Arg((2, 3)),), {"dim": 1}),
+    "cummax": Sample((Arg((2, 3), "sep"),), {"dim": 1, "largest": True}),
+    "cummin": Sample((Arg((2, 3), "sep"),), {"dim": 0, "largest": False}),
+    "entr": unary("pos"), "ndtri": unary("prob"),
+    "zeta": Sample((2.5, Arg((2, 3), "pos"))),
 }
 
 

@@ -19,6 +19,7 @@ from fgraph.ops import selection, sorting, unique  # sorting and selection: sort
 from fgraph.ops import complex_parts, linalg_eig, linalg_lu, linalg_more  # eig, lu, matrix_exp, real/imag...
 from fgraph.ops import structure  # clone, select, index_fill, hsplit...; Tensor.T, H, mH
 from fgraph.ops import distances, grids, products  # addmm, cross, cdist, cov, meshgrid, diff, ...
+from fgraph.ops import numerics, numerics_reduce, special_more  # numerics and torch.special
 
 #: The op family modules. Each declares its primitives on import and lists its
 #: public functions in ``__all__`` (exported as ``fgraph.<name>``) and its Tensor
@@ -34,6 +35,7 @@ FAMILIES += (sorting, selection, unique)
 FAMILIES += (complex_parts, linalg_eig, linalg_lu, linalg_more)
 FAMILIES += (structure,)
 FAMILIES += (products, distances, grids)
+FAMILIES += (numerics, numerics_reduce, special_more)
 
 __all__ = ["OpDef", "RuleContext", "apply_op", "declare", "registry", "describe", "FAMILIES"]
 
