@@ -131,8 +131,7 @@ class CompiledFunction:
                 spec, *_split(state_inputs, state_mask), *_split(arg_inputs, arg_mask))
         finally:
             self._pending = None
-        slots, where = placement.value
-        table.write_back(slots, where, new_state)
+        table.write_back(placement.value, new_state)
         return _import(outputs, table, leaves)
 
     # -- the traced program -------------------------------------------------------------------------------
@@ -152,13 +151,13 @@ class CompiledFunction:
             with translating_tracer_errors(self._name):
                 result = self.fn(*args, **kwargs)
             _check_schedulers(schedulers, epochs)
-            slots, placement, new_state = table.read()
+            plan, new_state = table.read()
             outputs = _export(result, table, made)
         finally:
             table.restore()
         if self.out_shardings is not None:
             outputs = jax.tree.map(_constrain, self.out_shardings, outputs, is_leaf=_is_sharding)
-        return new_state, _Static((slots, placement)), outputs
+        return new_state, _Static(plan), outputs
 
     def _note_trace(self, spec: _Spec) -> None:
         self.traces += 1

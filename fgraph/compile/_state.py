@@ -23,14 +23,9 @@ from fgraph.optim.optimizer import Optimizer
 from fgraph.random import Generator, default_generator
 from fgraph.tensor import Tensor, _init_leaf, _new_object
 
-__all__ = ["StateTable", "capture", "is_stateful", "UNCHANGED"]
+__all__ = ["StateTable", "WritePlan", "capture", "is_stateful"]
 
 _HOOK_TABLES = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
-
-_MISSING = object()
-
-#: In a step's results: the slot still holds the value it was given (nothing to write back).
-UNCHANGED = -1
 
 
 def is_stateful(value: Any) -> bool:
@@ -114,8 +109,7 @@ class StateTable:
                 parts.append(("optimizer", _token(obj), tuple(obj._flags(g) for g in obj.param_groups)))
             else:
                 parts.append(("generator", _token(obj)))
-        kinds = tuple((slot.kind, slot.owner, slot.where, _kind_of(value)) for slot, value in zip(self.slots, self.values))
-        return tuple(parts), kinds
+        return tuple(parts), (tuple(self.slots), tuple([_kind_of(value) for value in self.values]))
 
     # -- while tracing ----------------------------------------------------------------------------------
     def install(self, inputs: list, which: tuple) -> None:
@@ -133,9 +127,9 @@ class StateTable:
             self._put(slot, made[index], fresh=True)
         self._standins = made
 
-    def read(self) -> tuple[tuple, tuple, list]:
-        """What the step left in the objects: the slots now (an optimizer may have made state), per slot
-        ``UNCHANGED``, ``("input", i)`` or ``("new", output index, kind)``, and the new values."""
+    def read(self) -> tuple["WritePlan", list]:
+        """What the step left in the objects: how to write each slot back after a call (a
+        :class:`WritePlan`, the same for every call of this structure) and the new values."""
         probe = StateTable.__new__(StateTable)
         probe.objects, probe.slots, probe.values, probe._saved_state = self.objects, [], [], {}
         for index, obj in enumerate(self.objects):
@@ -146,14 +140,17 @@ class StateTable:
             else:
                 probe.slots.append(Slot("rng", index, ()))
                 probe.values.append(obj._key)
-        before = dict(zip(self.slots, self._which))
+        slot_index = {slot: i for i, slot in enumerate(self.slots)}
+        first_holder: dict = {}  # input index -> the first captured slot holding it
+        for i, index in enumerate(self._which):
+            first_holder.setdefault(index, i)
         outputs: list = []
         position: dict = {}
-        placement = []
-        captured = dict(zip(self.slots, self.values))
+        sources = []
         for slot, value in zip(probe.slots, probe.values):
-            if slot.kind == "hyper" and captured.get(slot, _MISSING) is value:
-                placement.append(UNCHANGED)
+            captured = slot_index.get(slot)
+            if slot.kind == "hyper" and captured is not None and self.values[captured] is value:
+                sources.append((_KEEP, captured))
                 continue
             given = self._given.get(id(value))
             if slot.kind == "hyper":
@@ -164,13 +161,14 @@ class StateTable:
                     "(or set the option) outside the compiled function: options are inputs of the program."
                 )
             if given is not None:
-                placement.append(UNCHANGED if before.get(slot) == given else ("input", given))
+                unchanged = captured is not None and self._which[captured] == given
+                sources.append((_KEEP, captured if unchanged else first_holder[given]))
                 continue
             if id(value) not in position:
                 position[id(value)] = len(outputs)
                 outputs.append(_array_of(value))
-            placement.append(("new", position[id(value)], _kind_of(value)))
-        return tuple(probe.slots), tuple(placement), outputs
+            sources.append((_NEW, position[id(value)], _kind_of(value)))
+        return WritePlan.of(tuple(probe.slots), tuple(sources), slot_index), outputs
 
     def restore(self) -> None:
         """Put every captured value back (after tracing, also after a failed trace)."""
@@ -185,38 +183,32 @@ class StateTable:
         self._saved_state = {}
 
     # -- after the program ran -------------------------------------------------------------------------
-    def write_back(self, slots: tuple, placement: tuple, new: list) -> None:
+    def write_back(self, plan: "WritePlan", new: list) -> None:
         """Put the program's results into the objects as the eager step would have (parameters rebound,
         optimizer state keyed by the new parameters)."""
-        original = {}
-        for value, index in zip(self.values, self._which):
-            original.setdefault(index, value)
-        current = dict(zip(self.slots, self.values))
+        values = self.values
         made: dict = {}
         final = []
-        for slot, where in zip(slots, placement):
-            if where == UNCHANGED:
-                final.append(current[slot])
-            elif where[0] == "input":
-                final.append(original[where[1]])
+        for source in plan.sources:
+            if source[0] is _KEEP:
+                final.append(values[source[1]])
             else:
-                if where[1] not in made:
-                    made[where[1]] = _rebuild(new[where[1]], where[2])
-                final.append(made[where[1]])
-        renamed = {current[slot]: value for slot, value in zip(slots, final)
-                   if slot.kind in ("module", "param") and isinstance(current.get(slot), Parameter)
-                   and isinstance(value, Parameter) and value is not current[slot]}
+                value = made.get(source[1])
+                if value is None:
+                    value = made[source[1]] = _rebuild(new[source[1]], source[2])
+                final.append(value)
+        renamed = {}
+        for position, captured in plan.renamable:
+            old, value = values[captured], final[position]
+            if value is not old and isinstance(old, Parameter) and isinstance(value, Parameter):
+                renamed[old] = value
         if renamed:
             rebind(renamed)  # every module holding an old parameter, captured or not, gets the new one
-        states: dict = {}
-        for slot, value in zip(slots, final):
-            if slot.kind == "state":
-                g, i, key = slot.where
-                states.setdefault(slot.owner, {}).setdefault((g, i), {})[key] = value
-            elif slot.kind != "hyper":
-                if slot.kind == "param":
-                    states.setdefault(slot.owner, {})
-                self._put(slot, value, fresh=False)
+        for position in plan.puts:
+            self._put(plan.slots[position], final[position], fresh=False)
+        states: dict = {owner: {} for owner in plan.optimizers}
+        for position, owner, g, i, key in plan.states:
+            states[owner].setdefault((g, i), {})[key] = final[position]
         for owner, entries in states.items():
             opt = self.objects[owner]
             opt.state = {opt.param_groups[g]["params"][i]: entry for (g, i), entry in entries.items()}
@@ -244,6 +236,35 @@ class StateTable:
             obj._key = value
 
 
+_KEEP = "keep"  # the slot gets back a value captured at the call (source: the captured slot's index)
+_NEW = "new"    # the slot gets a program output (source: output index, kind)
+
+
+class WritePlan(NamedTuple):
+    """How a call's results go back into the objects; worked out once per traced structure."""
+
+    slots: tuple       # the slots after the step (an optimizer's first step adds state slots)
+    sources: tuple     # per slot: (_KEEP, captured slot index) or (_NEW, output index, kind)
+    renamable: tuple   # (position, captured slot index) of module/parameter slots that held a Parameter
+    puts: tuple        # positions of the slots written directly (all but optimizer state and options)
+    states: tuple      # (position, optimizer index, group, param index, key) of optimizer state entries
+    optimizers: tuple  # the optimizers whose state is rebuilt (keyed by their new parameters)
+
+    @classmethod
+    def of(cls, slots: tuple, sources: tuple, slot_index: dict) -> "WritePlan":
+        renamable, puts, states, optimizers = [], [], [], []
+        for position, slot in enumerate(slots):
+            if slot.kind in ("module", "param") and slot in slot_index:
+                renamable.append((position, slot_index[slot]))
+            if slot.kind == "state":
+                states.append((position, slot.owner) + slot.where)
+            elif slot.kind != "hyper":
+                puts.append(position)
+            if slot.kind in ("param", "state") and slot.owner not in optimizers:
+                optimizers.append(slot.owner)
+        return cls(slots, sources, tuple(renamable), tuple(puts), tuple(states), tuple(optimizers))
+
+
 def capture(objects: Iterable[Any]) -> StateTable:
     """The state table of ``objects`` plus what they imply: every submodule of a module, the modules
     holding an optimizer's parameters, and the default generator."""
@@ -256,6 +277,8 @@ def capture(objects: Iterable[Any]) -> StateTable:
             ordered.append(obj)
 
     def add_module(module: Module) -> None:
+        if id(module) in names:  # and with it, its submodules
+            return
         root = type(module).__name__
         for path, sub in module.named_modules():
             add(sub, f"{root}.{path}" if path else root)
