@@ -40,6 +40,7 @@ Example:
 """
 from __future__ import annotations
 
+import secrets
 import threading
 from typing import Any, Optional
 
@@ -51,6 +52,7 @@ __all__ = [
     "Generator",
     "default_generator",
     "manual_seed",
+    "seed",
     "initial_seed",
     "next_key",
     "get_rng_state",
@@ -100,6 +102,12 @@ class Generator:
             self._seed = seed
             self._key = key
         return self
+
+    def seed(self) -> int:
+        """Restart the stream from a fresh non-deterministic 64-bit seed (``os.urandom``); returns that seed."""
+        seed = secrets.randbits(64)
+        self.manual_seed(seed)
+        return seed
 
     def initial_seed(self) -> int:
         """The seed the stream was last started from."""
@@ -165,6 +173,18 @@ def manual_seed(seed: int) -> Generator:
         True
     """
     return default_generator.manual_seed(seed)
+
+
+def seed() -> int:
+    """Reseed the default generator from a non-deterministic 64-bit number and return it, like ``torch.seed``.
+
+    Example:
+        >>> import fgraph as fg
+        >>> s = fg.seed()
+        >>> fg.initial_seed() == s
+        True
+    """
+    return default_generator.seed()
 
 
 def initial_seed() -> int:

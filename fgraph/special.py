@@ -25,6 +25,7 @@ from fgraph.ops.rounding import round
 from fgraph.ops.special import digamma, erf, erfc, erfinv, polygamma
 from fgraph.ops.special import digamma as psi
 from fgraph.ops.special import lgamma as gammaln
+from fgraph.ops.special_bessel import bessel_j0, bessel_j1, erfcx
 from fgraph.ops.special_more import (
     entr, expit, i0, i0e, i1, i1e, log_ndtr, multigammaln, ndtr, ndtri, sinc, xlog1py, zeta,
 )
@@ -54,6 +55,7 @@ def log_softmax(input: Tensor, dim: int, dtype: Optional[Any] = None) -> Tensor:
 
 
 __all__ = [
+    "bessel_j0", "bessel_j1", "erfcx",
     "digamma", "entr", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "gammaln", "i0", "i0e", "i1", "i1e",
     "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "polygamma", "psi",
     "round", "sinc", "softmax", "xlog1py", "xlogy", "zeta",

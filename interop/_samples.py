@@ -364,6 +364,10 @@ SAMPLES: dict[str, Sample] = {
     "copysign": Sample((Arg((2, 3), "sep"), Arg((2, 3), "sep"))),
     "nan_to_num": Sample((Arg((2, 3)),), {"nan": 0.0, "posinf": None, "neginf": None}),
     "heaviside": Sample((Arg((2, 3)), Arg((2, 3))), skip="no derivative (as in PyTorch)"),
+    # bessel_j0/j1 (special_bessel.py): jax.grad of the float32 Cephes rational loses ~1e-2 at order 2 (fgraph's
+    # rule J0' = -J1 does not); both orders are checked in tests/op_tables/torch_extras.py against the power series.
+    "bessel_j0": Sample((Arg((2, 3)),), skip="float32 reference inexact: checked in the op tables (power series)"),
+    "bessel_j1": Sample((Arg((2, 3)),), skip="float32 reference inexact: checked in the op tables (power series)"),
     "logcumsumexp": Sample((Arg((2, 3)),), {"dim": 1}),
     "cummax": Sample((Arg((2, 3), "sep"),), {"dim": 1, "largest": True}),
     "cummin": Sample((Arg((2, 3), "sep"),), {"dim": 0, "largest": False}),

@@ -20,6 +20,7 @@ from fgraph.ops import complex_parts, linalg_eig, linalg_lu, linalg_more  # eig,
 from fgraph.ops import structure  # clone, select, index_fill, hsplit...; Tensor.T, H, mH
 from fgraph.ops import distances, grids, products  # addmm, cross, cdist, cov, meshgrid, diff, ...
 from fgraph.ops import numerics, numerics_reduce, special_more  # numerics and torch.special
+from fgraph.ops import complex_more, linalg_legacy, special_bessel, torch_extras  # torch's remaining top-level names
 
 #: The op family modules. Each declares its primitives on import and lists its
 #: public functions in ``__all__`` (exported as ``fgraph.<name>``) and its Tensor
@@ -36,6 +37,7 @@ FAMILIES += (complex_parts, linalg_eig, linalg_lu, linalg_more)
 FAMILIES += (structure,)
 FAMILIES += (products, distances, grids)
 FAMILIES += (numerics, numerics_reduce, special_more)
+FAMILIES += (complex_more, linalg_legacy, special_bessel, torch_extras)
 
 __all__ = ["OpDef", "RuleContext", "apply_op", "declare", "registry", "describe", "FAMILIES"]
 
