@@ -228,6 +228,7 @@ def _in_thread(fn, *args):
 
 def test_threads_with_different_modes_match_the_same_work_run_one_after_another():
     assert fusion.is_enabled()
+    _packs.clear()
     sequential = {kind: _in_thread(_run, kind, seed) for seed, kind in enumerate(KINDS)}
     sequential_packs = dict(_packs)
     _packs.clear()
