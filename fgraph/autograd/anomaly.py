@@ -29,6 +29,7 @@ import jax
 import jax.numpy as jnp
 
 from fgraph.autograd._record_state import RECORD_EXTRAS, push_extras
+from fgraph.autograd._token_stack import TokenStack
 
 __all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
            "AnomalyError"]
@@ -55,10 +56,10 @@ class detect_anomaly:
 
     def __init__(self, check_nan: bool = True) -> None:
         self.check_nan = bool(check_nan)
-        self._tokens: list = []
+        self._tokens = TokenStack()  # per thread: one instance may be entered by several threads
 
     def __enter__(self) -> None:
-        self._tokens.append(push_extras(anomaly=self.check_nan))
+        self._tokens.push(push_extras(anomaly=self.check_nan))
 
     def __exit__(self, *exc: object) -> None:
         RECORD_EXTRAS.reset(self._tokens.pop())

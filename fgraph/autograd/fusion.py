@@ -21,6 +21,7 @@ Example:
 from __future__ import annotations
 
 import functools
+import threading
 from collections import OrderedDict
 from typing import Any, Callable, Optional
 
@@ -47,6 +48,8 @@ _state = {"enabled": True}
 _seen: "OrderedDict[tuple, int]" = OrderedDict()
 _compiled: "OrderedDict[tuple, _FusedProgram]" = OrderedDict()
 _stats = {"fused_runs": 0, "compiles": 0}
+#: Guards the LRU bookkeeping of ``_seen``/``_compiled`` (threads run backward passes at once).
+_cache_lock = threading.Lock()
 
 
 def set_enabled(enabled: bool) -> None:
@@ -64,8 +67,9 @@ def stats() -> dict:
 
 
 def clear_cache() -> None:
-    _seen.clear()
-    _compiled.clear()
+    with _cache_lock:
+        _seen.clear()
+        _compiled.clear()
 
 
 class _Plan:
@@ -80,18 +84,26 @@ class _Plan:
 
 
 class _FusedProgram:
-    """A jitted engine run for one structure. ``plan`` is set only while a call is in flight."""
+    """A jitted engine run for one structure. ``plan`` is set only while a call is in flight.
+
+    ``plan`` is per thread: threads may call (and trace) the same program at once, and
+    each trace must read its own caller's plan.
+    """
 
     def __init__(self) -> None:
-        self.plan: Optional[_Plan] = None
+        self._calls = threading.local()
         self.jitted = jax.jit(functools.partial(_fused_body, self))
 
+    @property
+    def plan(self) -> Optional[_Plan]:
+        return getattr(self._calls, "plan", None)
+
     def __call__(self, plan: _Plan) -> tuple:
-        self.plan = plan
+        self._calls.plan = plan
         try:
             return self.jitted(*plan.arrays)
         finally:
-            self.plan = None
+            self._calls.plan = None
 
 
 def try_run(graph_root: Node, root_nr: int, seeds: list, dependencies: dict, exec_info: Optional[dict],
@@ -143,20 +155,21 @@ def try_run(graph_root: Node, root_nr: int, seeds: list, dependencies: dict, exe
         ))
     key = tuple(signature)
 
-    program = _compiled.get(key)
-    if program is None:
-        count = _seen.pop(key, 0) + 1
-        _seen[key] = count
-        if len(_seen) > _CACHE_SIZE:
-            _seen.popitem(last=False)
-        if count < COMPILE_AFTER:
-            return None
-        program = _compiled[key] = _FusedProgram()
-        _stats["compiles"] += 1
-        if len(_compiled) > _CACHE_SIZE:
-            _compiled.popitem(last=False)
-    else:
-        _compiled.move_to_end(key)
+    with _cache_lock:
+        program = _compiled.get(key)
+        if program is None:
+            count = _seen.pop(key, 0) + 1
+            _seen[key] = count
+            if len(_seen) > _CACHE_SIZE:
+                _seen.popitem(last=False)
+            if count < COMPILE_AFTER:
+                return None
+            program = _compiled[key] = _FusedProgram()
+            _stats["compiles"] += 1
+            if len(_compiled) > _CACHE_SIZE:
+                _compiled.popitem(last=False)
+        else:
+            _compiled.move_to_end(key)
 
     for node, span in zip(order, layout):
         if span is not None:

@@ -19,6 +19,8 @@ import inspect
 import sys
 from typing import Any, Callable, TypeVar
 
+from fgraph.autograd._token_stack import TokenStack
+
 __all__ = [
     "no_grad",
     "enable_grad",
@@ -62,7 +64,9 @@ class _GradModeContext:
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         if cls._decorates_bare(args, kwargs):
             return cls()(args[0])  # used as ``@no_grad`` without parentheses
-        return super().__new__(cls)
+        self = super().__new__(cls)
+        self._stack = TokenStack()  # per thread: one instance may be entered by several threads
+        return self
 
     @classmethod
     def _decorates_bare(cls, args: tuple, kwargs: dict) -> bool:
@@ -72,10 +76,10 @@ class _GradModeContext:
         tokens = [_GRAD_ENABLED.set(self._grad)]
         if self._inference is not None:
             tokens.append(_INFERENCE.set(self._inference))
-        self.__dict__.setdefault("_stack", []).append(tokens)
+        self._stack.push(tokens)
 
     def __exit__(self, *exc: object) -> None:
-        tokens = self.__dict__["_stack"].pop()
+        tokens = self._stack.pop()
         if len(tokens) == 2:
             _INFERENCE.reset(tokens[1])
         _GRAD_ENABLED.reset(tokens[0])

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Sequence
 
@@ -118,6 +119,10 @@ class _HookDict(dict):
     __slots__ = ("__weakref__",)
 
 
+#: Guards the lazy creation of hook tables (registration is rare; the engine never takes it).
+_hooks_lock = threading.Lock()
+
+
 class NodeHooks:
     """The hooks of one node, by kind, in registration order.
 
@@ -138,8 +143,11 @@ class NodeHooks:
     def add(self, kind: str, fn: Any) -> RemovableHandle:
         hooks = getattr(self, kind)
         if hooks is None:
-            hooks = _HookDict()
-            setattr(self, kind, hooks)
+            with _hooks_lock:  # two threads adding the first hook of a kind must share one dict
+                hooks = getattr(self, kind)
+                if hooks is None:
+                    hooks = _HookDict()
+                    setattr(self, kind, hooks)
         handle = RemovableHandle(hooks)
         hooks[handle.id] = fn
         return handle
@@ -216,7 +224,9 @@ class Node:
 
     def _hook_table(self) -> "NodeHooks":
         if self._hooks is None:
-            self._hooks = NodeHooks()
+            with _hooks_lock:  # created once even when threads register hooks on one node at once
+                if self._hooks is None:
+                    self._hooks = NodeHooks()
         return self._hooks
 
     # -- execution -----------------------------------------------------------------

@@ -31,6 +31,7 @@ from typing import Any, Callable, Optional
 import jax
 
 from fgraph.autograd._record_state import RECORD_EXTRAS, push_extras
+from fgraph.autograd._token_stack import TokenStack
 from fgraph.autograd.grad_mode import _GRAD_ENABLED
 
 __all__ = ["saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks", "Packed", "pack_saved", "unpack_saved"]
@@ -89,13 +90,13 @@ class saved_tensors_hooks:
     def __init__(self, pack_hook: Callable[[Any], Any], unpack_hook: Callable[[Any], Any]) -> None:
         self.pack_hook = pack_hook
         self.unpack_hook = unpack_hook
-        self._tokens: list = []
+        self._tokens = TokenStack()  # per thread: one instance may be entered by several threads
 
     def __enter__(self) -> "saved_tensors_hooks":
         message = _DISABLED_MESSAGE.get()
         if message is not None:
             raise RuntimeError(message)
-        self._tokens.append(push_extras(saved_hooks=(self.pack_hook, self.unpack_hook)))
+        self._tokens.push(push_extras(saved_hooks=(self.pack_hook, self.unpack_hook)))
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -126,13 +127,13 @@ class disable_saved_tensors_hooks:
 
     def __init__(self, error_message: str = "saved tensors default hooks are disabled") -> None:
         self.error_message = error_message
-        self._tokens: list = []
+        self._tokens = TokenStack()  # per thread: one instance may be entered by several threads
 
     def __enter__(self) -> None:
         extras = RECORD_EXTRAS.get()
         if extras is not None and extras.saved_hooks is not None:
             raise RuntimeError(self.error_message)
-        self._tokens.append(_DISABLED_MESSAGE.set(self.error_message))
+        self._tokens.push(_DISABLED_MESSAGE.set(self.error_message))
 
     def __exit__(self, *exc: object) -> None:
         _DISABLED_MESSAGE.reset(self._tokens.pop())
