@@ -1,0 +1,157 @@
+"""Background compilation of fused backward programs: same gradients, no stalls, clean fallback."""
+import threading
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import fgraph as fg
+from fgraph.autograd import fusion
+
+
+@pytest.fixture
+def fresh_fusion():
+    """An empty cache and a background worker that is idle before and after the test."""
+    fusion.wait_for_compiles()
+    fusion.clear_cache()
+    fusion.set_enabled(True)
+    try:
+        yield
+    finally:
+        fusion.wait_for_compiles()
+        fusion.set_background(True)
+        fusion.set_cache_size(128)
+        fusion.clear_cache()
+
+
+def _program(scale):
+    """A small graph with shared subexpressions, fan-in and several leaves; its structure is fixed."""
+    x = fg.tensor([0.3, -0.7, 1.1], dtype="float64", requires_grad=True)
+    w = fg.tensor([0.5, -1.0, 2.0], dtype="float64", requires_grad=True)
+    h = fg.tanh(w * x) * scale
+    out = (h * h + fg.exp(h) + fg.sin(x).sum()).mean()
+    return out, (x, w)
+
+
+def _reference(scale):
+    def f(x, w):
+        h = jnp.tanh(w * x) * scale
+        return (h * h + jnp.exp(h) + jnp.sin(x).sum()).mean()
+
+    x = jnp.array([0.3, -0.7, 1.1])
+    w = jnp.array([0.5, -1.0, 2.0])
+    return jax.grad(f, argnums=(0, 1))(x, w)
+
+
+def _grads(scale):
+    out, leaves = _program(scale)
+    return [g.numpy() for g in fg.grad(out, leaves)]
+
+
+def _check(grads, scale):
+    for g, r in zip(grads, _reference(scale)):
+        np.testing.assert_allclose(g, np.asarray(r), rtol=1e-12, atol=1e-14)
+
+
+def test_background_and_foreground_compiles_give_the_same_gradients(fresh_fusion):
+    results = {}
+    for background in (True, False):
+        fusion.clear_cache()
+        fusion.set_background(background)
+        before = fusion.stats()
+        runs = []
+        for _ in range(4):
+            runs.append(_grads(2.0))
+            fusion.wait_for_compiles()
+        after = fusion.stats()
+        assert after["compiles"] == before["compiles"] + 1
+        assert after["hits"] > before["hits"], "the repeated structure should run fused"
+        assert after["compile_seconds"] > before["compile_seconds"]
+        for grads in runs:
+            _check(grads, 2.0)
+        results[background] = runs[-1]
+    for a, b in zip(results[True], results[False]):
+        np.testing.assert_allclose(a, b, rtol=1e-13)
+
+
+def test_passes_run_node_by_node_while_the_program_compiles(fresh_fusion, monkeypatch):
+    """The pass that triggers the compile does not wait for it: the worker is held until the end."""
+    release = threading.Event()
+    compile_program = fusion._FusedProgram.compile
+
+    def held_compile(self, plan):
+        assert threading.current_thread() is not threading.main_thread()
+        assert not fg.is_grad_enabled(), "the worker runs in the caller's context (grad mode off)"
+        release.wait(60)
+        return compile_program(self, plan)
+
+    monkeypatch.setattr(fusion._FusedProgram, "compile", held_compile)
+    before = fusion.stats()
+    for _ in range(3):  # the second pass queues the compile; none of them waits for it
+        _check(_grads(0.5), 0.5)
+    during = fusion.stats()
+    assert during["pending"] == 1
+    assert during["hits"] == before["hits"]
+    assert during["misses"] == before["misses"] + 3
+    release.set()
+    assert fusion.wait_for_compiles(timeout=120)
+    _check(_grads(0.5), 0.5)
+    after = fusion.stats()
+    assert after["pending"] == 0 and after["hits"] == before["hits"] + 1
+
+
+def test_a_failed_compile_falls_back_to_node_by_node_for_good(fresh_fusion, monkeypatch):
+    def broken_body(program, *arrays):
+        raise RuntimeError("XLA said no")
+
+    monkeypatch.setattr(fusion, "_fused_body", broken_body)
+    before = fusion.stats()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(5):
+            _check(_grads(1.5), 1.5)
+            fusion.wait_for_compiles()
+    after = fusion.stats()
+    assert after["compile_failures"] == before["compile_failures"] + 1, "a failed structure is not retried"
+    assert after["hits"] == before["hits"]
+    messages = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert len(messages) == 1 and "XLA said no" in messages[0] and "node by node" in messages[0]
+
+
+def test_the_cache_is_bounded_and_least_recently_used_goes_first(fresh_fusion):
+    fusion.set_cache_size(2)
+    x = fg.tensor([0.1, 0.2], dtype="float64", requires_grad=True)
+    chains = {1: fg.sin, 2: fg.cos, 3: fg.tanh}
+    for n, op in chains.items():  # three structures, each seen twice: three compiles
+        for _ in range(2):
+            fg.grad(op(x).sum(), [x])
+            fusion.wait_for_compiles()
+    assert fusion.stats()["cached_programs"] == 2
+    before = fusion.stats()
+    fg.grad(fg.sin(x).sum(), [x])  # evicted: seen again, then compiled again
+    assert fusion.stats()["hits"] == before["hits"]
+    fg.grad(fg.tanh(x).sum(), [x])  # still cached
+    assert fusion.stats()["hits"] == before["hits"] + 1
+    with pytest.raises(ValueError, match="set_cache_size"):
+        fusion.set_cache_size(-1)
+
+
+def _grads_of(xa):
+    x = fg.Tensor(xa, requires_grad=True)
+    (g,) = fg.grad((fg.sin(x) * x).sum(), [x])
+    return g.data
+
+
+def test_no_background_compile_under_jax_tracing(fresh_fusion):
+    xa = jnp.array([0.5, -1.0])
+    before = fusion.stats()
+    for k in range(3):  # fresh traces of the same structure: the compile happens inside the trace
+        def fresh(xa):  # a new function each time, so jit traces again
+            return _grads_of(xa)
+
+        traced = jax.jit(fresh)
+        np.testing.assert_allclose(traced(xa + k), jnp.cos(xa + k) * (xa + k) + jnp.sin(xa + k), rtol=1e-12)
+        assert fusion.stats()["pending"] == 0
+    assert fusion.stats()["compiles"] == before["compiles"] + 1
