@@ -30,6 +30,7 @@ Example:
 """
 from __future__ import annotations
 
+import atexit
 import contextvars
 import functools
 import queue
@@ -238,6 +239,17 @@ class _CompileWorker:
                 self.jobs.all_tasks_done.wait(left)
         return True
 
+    def shutdown(self) -> None:
+        """At exit: drop queued jobs and let the running one finish (a daemon thread stopped inside
+        XLA's compiler aborts the process)."""
+        while True:
+            try:
+                self.jobs.get_nowait()
+            except queue.Empty:
+                break
+            self.jobs.task_done()
+        self.wait_idle(60.0)
+
     def _main(self) -> None:
         while True:
             context, program, plan = self.jobs.get()
@@ -249,6 +261,7 @@ class _CompileWorker:
 
 
 _worker = _CompileWorker()
+atexit.register(_worker.shutdown)
 
 
 def try_run(graph_root: Node, root_nr: int, seeds: list, dependencies: dict, exec_info: Optional[dict],
