@@ -54,6 +54,10 @@ class _ExecInfo:
         return self.needed or self.captures is not None
 
 
+_NEEDED = _ExecInfo()
+_NEEDED.needed = True
+
+
 def _init_to_execute(root: Node, output_edges: list, accumulate: bool, min_topo: int,
                      dependencies: dict) -> dict:
     """Mark the nodes on a path from ``root`` to an input edge, and where to capture gradients.
@@ -82,14 +86,17 @@ def _init_to_execute(root: Node, output_edges: list, accumulate: bool, min_topo:
     if root not in dependencies:
         candidates.append(root)
     candidates.sort(key=_topological_nr)
+    get = exec_info.get
+    add = executes.add
     for fn in candidates:
         for edge in fn.next_edges:
             if edge is not None and edge[0] in executes:
-                info = exec_info.get(fn)
+                add(fn)
+                info = get(fn)
                 if info is None:
-                    info = exec_info[fn] = _ExecInfo()
-                executes.add(fn)
-                info.needed = True
+                    exec_info[fn] = _NEEDED  # shared: nodes without captures only need the mark
+                else:
+                    info.needed = True
                 break
     return exec_info
 
