@@ -165,9 +165,9 @@ class _FusedProgram:
 
     __slots__ = ("plan", "jitted", "state", "error", "n_nodes", "__weakref__")
 
-    def __init__(self, n_nodes: int) -> None:
-        self.plan: Optional[_Plan] = None
-        self.jitted = jax.jit(functools.partial(_fused_body, self))
+    def __init__(self, n_nodes: int, body: Optional[Callable] = None) -> None:
+        self.plan: Optional[Any] = None
+        self.jitted = jax.jit(functools.partial(_fused_body if body is None else body, self))
         self.state = _PENDING
         self.error: Optional[BaseException] = None
         self.n_nodes = n_nodes
@@ -316,9 +316,30 @@ def try_run(graph_root: Node, root_nr: int, seeds: list, dependencies: dict, exe
         ))
     key = tuple(signature)
 
+    program, fresh = _program_for(key, len(order))
+    if program is None:
+        return None
+    for node, span in zip(order, layout):
+        if span is not None:
+            arrays.extend(node.saved_arrays())
+    plan = _Plan(order=order, graph_root=graph_root, root_nr=root_nr, seeds=seeds, dependencies=dependencies,
+                 exec_info=exec_info, n_captured=n_captured, accumulate=accumulate, arrays=arrays, layout=layout)
+    if fresh and _state["background"] and not packed and not _traced(arrays):
+        plan.dependencies = dict(dependencies)  # the caller's pass consumes its copy meanwhile
+    result = _run_program(program, fresh, plan, background=not packed)
+    if result is None:
+        return None
+    captured_arrays, leaf_arrays = result
+    captured = [None if a is None else _wrap(a) for a in captured_arrays]
+    accumulators = [node for node in order if type(node) is AccumulateGrad]
+    leaf_grads = {acc: _wrap(a) for acc, a in zip(accumulators, leaf_arrays) if a is not None}
+    return captured, leaf_grads
+
+
+def _program_for(key: tuple, n_nodes: int, body: Optional[Callable] = None) -> tuple:
+    """``(program, fresh)`` for this structure, or ``(None, False)``: run node by node this time."""
     with _lock:
         program = _compiled.get(key)
-        fresh = False
         if program is None:
             count = _seen.pop(key, 0) + 1
             _seen[key] = count
@@ -326,30 +347,27 @@ def try_run(graph_root: Node, root_nr: int, seeds: list, dependencies: dict, exe
                 _seen.popitem(last=False)
             if count < COMPILE_AFTER or _state["cache_size"] == 0:
                 _stats["misses"] += 1
-                return None
-            program = _compiled[key] = _FusedProgram(len(order))
-            fresh = True
+                return None, False
+            program = _compiled[key] = _FusedProgram(n_nodes, body)
             _trim()
-        else:
-            _compiled.move_to_end(key)
-            if program.state is not _READY:
-                _stats["misses"] += 1
-        if program.state is _FAILED:
-            program.warn_failed()
-            return None
-        if program.state is _PENDING and not fresh:
-            return None  # the worker is compiling it: node by node meanwhile
+            return program, True
+        _compiled.move_to_end(key)
+        if program.state is not _READY:
+            _stats["misses"] += 1
+    if program.state is _FAILED:
+        program.warn_failed()
+        return None, False
+    if program.state is _PENDING:
+        return None, False  # the worker is compiling it: node by node meanwhile
+    return program, False
 
-    for node, span in zip(order, layout):
-        if span is not None:
-            arrays.extend(node.saved_arrays())
-    plan = _Plan(order=order, graph_root=graph_root, root_nr=root_nr, seeds=seeds, dependencies=dependencies,
-                 exec_info=exec_info, n_captured=n_captured, accumulate=accumulate, arrays=arrays, layout=layout)
+
+def _run_program(program: _FusedProgram, fresh: bool, plan: Any, background: bool = True) -> Optional[tuple]:
+    """Run ``program`` on ``plan``; a fresh one is compiled first (queued, returning ``None``, in the background)."""
     if fresh:
-        if _state["background"] and not packed and not _traced(arrays):
+        if _state["background"] and background and not _traced(plan.arrays):
             with _lock:
                 _stats["misses"] += 1
-            plan.dependencies = dict(dependencies)  # the caller's pass consumes its copy meanwhile
             _worker.submit(program, plan)
             return None
         result = program.compile(plan)
@@ -358,15 +376,11 @@ def try_run(graph_root: Node, root_nr: int, seeds: list, dependencies: dict, exe
             with _lock:
                 _stats["misses"] += 1
             return None
-        captured_arrays, leaf_arrays = result
     else:
-        captured_arrays, leaf_arrays = program(plan)
+        result = program(plan)
     with _lock:
         _stats["hits"] += 1
-    captured = [None if a is None else _wrap(a) for a in captured_arrays]
-    accumulators = [node for node in order if type(node) is AccumulateGrad]
-    leaf_grads = {acc: _wrap(a) for acc, a in zip(accumulators, leaf_arrays) if a is not None}
-    return captured, leaf_grads
+    return result
 
 
 def _traced(arrays: list) -> bool:
