@@ -190,3 +190,55 @@ def test_fan_in_sums_match_jax_first_and_second_order(node_by_node, n):
     np.testing.assert_allclose(g_plain.numpy(), jax.grad(f)(xa), rtol=1e-12)
     grads = fg.backward(out)
     np.testing.assert_allclose(grads[x].numpy(), jax.grad(f)(xa), rtol=1e-12)
+
+
+# -- graphs over MAX_NODES run in segments ---------------------------------------------------------
+def _long(x, c, d, n, ops):
+    sin, tanh, split = ops
+    h = x
+    for i in range(n):
+        k = i % 5
+        if k == 0:
+            h = sin(h)
+        elif k == 1:
+            h = tanh(h) * c  # c feeds every segment: its partial sum is carried through all of them
+        elif k == 2:
+            a, b = split(h)  # a multi-output node
+            h = h + (a * b).sum()
+        else:
+            h = h + d
+    return (h * h).sum()
+
+
+def _fg_split(h):
+    return fg.split(h, 2)
+
+
+def _jnp_split(h):
+    return jnp.split(h, 2)
+
+
+@pytest.mark.parametrize("background", [True, False])
+def test_segments_match_jax_before_and_after_they_compile(fresh_fusion, monkeypatch, background):
+    monkeypatch.setattr(fusion, "MAX_NODES", 24)
+    fusion.set_background(background)
+    arrays = [np.array([0.3, -0.2, 0.9, 0.1]), np.array([0.7, 0.8, 0.9, 1.1]), np.array([0.01, -0.02, 0.03, 0.0])]
+    n = 37  # about 110 nodes: several segments, the middle ones sharing a program
+
+    def f(x, c, d):
+        return _long(x, c, d, n, (jnp.sin, jnp.tanh, _jnp_split))
+
+    expected = jax.grad(f, argnums=(0, 1, 2))(*map(jnp.asarray, arrays))
+    before = fusion.stats()
+    for _ in range(3):
+        leaves = [fg.tensor(a, dtype="float64", requires_grad=True) for a in arrays]
+        out = _long(*leaves, n, (fg.sin, fg.tanh, _fg_split))
+        for got, want in zip(fg.grad(out, leaves), expected):
+            np.testing.assert_allclose(got.numpy(), np.asarray(want), rtol=1e-12)
+        grads = fg.backward(out)
+        for leaf, want in zip(leaves, expected):
+            np.testing.assert_allclose(grads[leaf].numpy(), np.asarray(want), rtol=1e-12)
+        fusion.wait_for_compiles()
+    after = fusion.stats()
+    assert after["hits"] > before["hits"], "repeated segments should run fused"
+    assert after["compile_failures"] == before["compile_failures"]

@@ -24,7 +24,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 import jax
 import jax.numpy as jnp
 
-from fgraph.autograd import fusion
+from fgraph.autograd import fusion, segments
 from fgraph.autograd._record_state import RECORD_EXTRAS
 from fgraph.autograd.anomaly import anomaly_apply
 from fgraph.autograd.grad_mode import _GRAD_ENABLED
@@ -360,6 +360,9 @@ def _execute_pass(roots: tuple, seeds: list, inputs: Optional[tuple], create_gra
         if not create_graph:
             fused = fusion.try_run(graph_root, root_nr, seeds, dependencies, exec_info, len(output_edges),
                                    accumulate)
+            if fused is None and len(dependencies) >= fusion.MAX_NODES:
+                fused = segments.try_run(graph_root, root_nr, seeds, dependencies, exec_info, len(output_edges),
+                                         accumulate, min_topo)
             if fused is not None:
                 return fused
         captured = [None] * len(output_edges)
