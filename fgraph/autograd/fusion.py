@@ -4,7 +4,8 @@ Eagerly, the engine dispatches one jitted rule kernel per node. A training loop
 builds a graph of the same *structure* every step, though, so from the second
 time a structure is seen the engine traces itself — the very same
 ``_run_ready_heap``, over tracers — into one ``jax.jit`` program keyed by that
-structure, and later passes are one dispatch.
+structure, and later passes are one dispatch (graphs over :data:`MAX_NODES`: one
+dispatch per segment, see :mod:`fgraph.autograd.segments`).
 
 The program is compiled off the caller's thread: a background worker traces and
 compiles it (in a copy of the caller's ``contextvars`` context) while the
@@ -49,10 +50,10 @@ from fgraph.tensor import Tensor, _wrap
 __all__ = ["set_enabled", "is_enabled", "set_background", "set_cache_size", "stats", "clear_cache",
            "wait_for_compiles"]
 
-#: Larger graphs run node by node. XLA's compile time grows faster than the graph: for the
-#: elementwise chain of ``benchmarks/`` on a 2-core CPU, 200 nodes compile in 1.6 s, 800 in
-#: 6 s, 1,200 in 13 s and 1,600 in 160 s (one giant fused loop), while the fused pass saves
-#: only ~7 us per node over the node-by-node engine.
+#: Larger graphs run in segments of at most this many nodes (:mod:`fgraph.autograd.segments`).
+#: XLA's compile time grows faster than the graph: for the elementwise chain of ``benchmarks/``
+#: on a 2-core CPU, 200 nodes compile in 1.6 s, 800 in 6 s, 1,200 in 13 s and 1,600 in 160 s
+#: (one giant fused loop).
 MAX_NODES = 512
 #: Graphs with a wider node (``cat`` of many tensors) also run node by node: every edge is one
 #: more output slice of the program, and a 300-way ``cat`` alone compiled for 6 s.
