@@ -47,7 +47,7 @@ from fgraph.autograd.graph import AccumulateGrad, GraphRoot, Node
 from fgraph.autograd.saved_tensors import Packed
 from fgraph.tensor import Tensor, _wrap
 
-__all__ = ["set_enabled", "is_enabled", "set_background", "set_cache_size", "stats", "clear_cache",
+__all__ = ["set_enabled", "is_enabled", "set_background", "set_cache_size", "stats", "reset_stats", "clear_cache",
            "wait_for_compiles"]
 
 #: Larger graphs run in segments of at most this many nodes (:mod:`fgraph.autograd.segments`).
