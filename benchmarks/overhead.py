@@ -53,6 +53,7 @@ def _calibrate(fn: Callable[[], object], target_s: float, warmup: int = 3) -> in
     """Warm ``fn`` up; return how many calls make a batch of about ``target_s`` seconds."""
     for _ in range(warmup):
         fn()
+    fg.autograd.fusion.wait_for_compiles()  # fused programs compile in the background: time the steady state
     t0 = time.perf_counter()
     fn()
     once = max(time.perf_counter() - t0, 1e-7)

@@ -269,16 +269,18 @@ def test_fused_backward_matches_node_by_node():
     before = fusion.stats()["fused_runs"]
     for _ in range(3):
         (gx, gw), gw_b = run()
+        fusion.wait_for_compiles()  # compiles run in the background
     assert fusion.stats()["fused_runs"] > before, "a repeated structure should run fused"
     np.testing.assert_allclose(gx.numpy(), gx_ref.numpy(), rtol=1e-12)
     np.testing.assert_allclose(gw.numpy(), gw_ref.numpy(), rtol=1e-12)
     np.testing.assert_allclose(gw_b.numpy(), gw_b_ref.numpy(), rtol=1e-12)
 
 
-def test_graphs_over_max_nodes_are_never_compiled():
-    """XLA's compile time explodes with graph size, so large graphs stay node by node."""
+def test_graphs_over_max_nodes_run_in_segments(monkeypatch):
+    """XLA's compile time explodes with graph size, so large graphs are compiled in segments."""
     from fgraph.autograd import fusion
 
+    monkeypatch.setattr(fusion, "MAX_NODES", 16)  # small segments keep the compiles cheap
     x = leaf([0.1, 0.2])
     before = fusion.stats()
     for _ in range(3):
@@ -286,8 +288,8 @@ def test_graphs_over_max_nodes_are_never_compiled():
         for _ in range(fusion.MAX_NODES + 10):
             h = fg.sin(h)
         (g,) = fg.grad(h.sum(), [x])
-    assert fusion.stats()["fused_runs"] == before["fused_runs"]
-    assert fusion.stats()["compiles"] == before["compiles"]
+        fusion.wait_for_compiles()
+    assert fusion.stats()["fused_runs"] > before["fused_runs"]
     expected = np.array([0.1, 0.2])
     derivative = np.ones(2)
     for _ in range(fusion.MAX_NODES + 10):

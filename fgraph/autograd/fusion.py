@@ -4,7 +4,16 @@ Eagerly, the engine dispatches one jitted rule kernel per node. A training loop
 builds a graph of the same *structure* every step, though, so from the second
 time a structure is seen the engine traces itself — the very same
 ``_run_ready_heap``, over tracers — into one ``jax.jit`` program keyed by that
-structure, and later passes are one dispatch.
+structure, and later passes are one dispatch (graphs over :data:`MAX_NODES`: one
+dispatch per segment, see :mod:`fgraph.autograd.segments`).
+
+The program is compiled off the caller's thread: a background worker traces and
+compiles it (in a copy of the caller's ``contextvars`` context) while the
+node-by-node engine serves the passes, and the first pass after it is ready runs
+fused. A compile that fails leaves the structure node by node for good. Under JAX
+tracing (``fgraph.compile``, ``jax.jit`` of an fgraph program) compiles stay in the
+foreground. Compiled programs live in a bounded LRU cache (:func:`set_cache_size`);
+:func:`stats` counts hits, misses, compiles and compile seconds.
 
 The structure signature records, per node in discovery order: its op and static
 parameters, input shapes/dtypes, which saved values are tensors or Python
@@ -17,39 +26,46 @@ Example:
     >>> import fgraph as fg
     >>> fg.autograd.fusion.set_enabled(False)   # node by node, e.g. to debug a rule
     >>> fg.autograd.fusion.set_enabled(True)
+    >>> sorted(k for k in fg.autograd.fusion.stats() if k in ("hits", "misses", "compiles"))
+    ['compiles', 'hits', 'misses']
 """
 from __future__ import annotations
 
+import atexit
+import contextvars
 import functools
+import queue
 import threading
+import time
+import warnings
 from collections import OrderedDict
 from typing import Any, Callable, Optional
 
 import jax
 
 from fgraph.autograd.graph import AccumulateGrad, GraphRoot, Node
+from fgraph.autograd.saved_tensors import Packed
 from fgraph.tensor import Tensor, _wrap
 
-__all__ = ["set_enabled", "is_enabled", "stats", "clear_cache"]
+__all__ = ["set_enabled", "is_enabled", "set_background", "set_cache_size", "stats", "reset_stats", "clear_cache",
+           "wait_for_compiles"]
 
-#: Larger graphs run node by node. XLA's compile time grows faster than the graph: for the
-#: elementwise chain of ``benchmarks/`` on a 2-core CPU, 200 nodes compile in 1.6 s, 800 in
-#: 6 s, 1,200 in 13 s and 1,600 in 160 s (one giant fused loop), while the fused pass saves
-#: only ~7 us per node over the node-by-node engine.
+#: Larger graphs run in segments of at most this many nodes (:mod:`fgraph.autograd.segments`).
+#: XLA's compile time grows faster than the graph: for the elementwise chain of ``benchmarks/``
+#: on a 2-core CPU, 200 nodes compile in 1.6 s, 800 in 6 s, 1,200 in 13 s and 1,600 in 160 s
+#: (one giant fused loop).
 MAX_NODES = 512
 #: Graphs with a wider node (``cat`` of many tensors) also run node by node: every edge is one
 #: more output slice of the program, and a 300-way ``cat`` alone compiled for 6 s.
 MAX_NODE_EDGES = 64
 #: A structure is compiled the second time it is seen.
 COMPILE_AFTER = 2
-_CACHE_SIZE = 128
 
-_state = {"enabled": True}
+_state = {"enabled": True, "background": True, "cache_size": 128}
 _seen: "OrderedDict[tuple, int]" = OrderedDict()
 _compiled: "OrderedDict[tuple, _FusedProgram]" = OrderedDict()
-_stats = {"fused_runs": 0, "compiles": 0}
-#: Guards the LRU bookkeeping of ``_seen``/``_compiled`` (threads run backward passes at once).
-_cache_lock = threading.Lock()
+_stats = {"hits": 0, "misses": 0, "compiles": 0, "compile_failures": 0, "compile_seconds": 0.0}
+_lock = threading.Lock()  # guards _seen, _compiled and _stats (passes may run on several threads)
 
 
 def set_enabled(enabled: bool) -> None:
@@ -58,18 +74,73 @@ def set_enabled(enabled: bool) -> None:
 
 
 def is_enabled() -> bool:
+    """Whether whole-graph backward compilation is on."""
     return _state["enabled"]
 
 
+def set_background(background: bool) -> None:
+    """Compile fused programs on a background thread (the default) or on the caller's thread.
+
+    In the background, the passes that arrive while a program compiles run node by node,
+    so no call stalls on XLA; in the foreground, the pass that triggers the compile waits
+    for it and runs fused.
+    """
+    _state["background"] = bool(background)
+
+
+def set_cache_size(size: int) -> None:
+    """Keep at most ``size`` compiled programs (least recently used are dropped first; default 128).
+
+    Example:
+        >>> import fgraph as fg
+        >>> fg.autograd.fusion.set_cache_size(64)
+        >>> fg.autograd.fusion.stats()["cache_size"]
+        64
+        >>> fg.autograd.fusion.set_cache_size(128)
+    """
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        raise ValueError(f"set_cache_size: size must be a non-negative int, got {size!r}.")
+    with _lock:
+        _state["cache_size"] = size
+        _trim()
+
+
 def stats() -> dict:
-    """Counters: how many backward passes ran fused and how many programs were compiled."""
-    return dict(_stats, cached_programs=len(_compiled))
+    """Counters since start-up (or :func:`reset_stats`).
+
+    ``hits``: passes that ran fused; ``misses``: eligible passes that ran node by node
+    (first sightings, programs still compiling or failed); ``compiles`` and
+    ``compile_failures``: programs compiled; ``compile_seconds``: time spent compiling
+    (on whichever thread); ``pending``: compiles under way; ``cached_programs`` and
+    ``cache_size``: the LRU cache. ``fused_runs`` is ``hits`` (its older name).
+    """
+    with _lock:
+        pending = sum(1 for p in _compiled.values() if p.state is _PENDING)
+        return dict(_stats, fused_runs=_stats["hits"], pending=pending, cached_programs=len(_compiled),
+                    cache_size=_state["cache_size"])
+
+
+def reset_stats() -> None:
+    """Zero the counters of :func:`stats`."""
+    with _lock:
+        _stats.update(hits=0, misses=0, compiles=0, compile_failures=0, compile_seconds=0.0)
 
 
 def clear_cache() -> None:
-    with _cache_lock:
+    """Forget every structure seen and every compiled program."""
+    with _lock:
         _seen.clear()
         _compiled.clear()
+
+
+def wait_for_compiles(timeout: Optional[float] = None) -> bool:
+    """Block until the background compiles queued so far are done; ``False`` if ``timeout`` ran out."""
+    return _worker.wait_idle(timeout)
+
+
+def _trim() -> None:
+    while len(_compiled) > _state["cache_size"]:
+        _compiled.popitem(last=False)
 
 
 class _Plan:
@@ -83,20 +154,24 @@ class _Plan:
             setattr(self, name, value)
 
 
+_PENDING, _READY, _FAILED = "pending", "ready", "failed"
+
+
 class _FusedProgram:
     """A jitted engine run for one structure. ``plan`` is set only while a call is in flight.
 
-    ``plan`` is per thread: threads may call (and trace) the same program at once, and
-    each trace must read its own caller's plan.
+    ``state``: ``_PENDING`` while the background worker compiles it, then ``_READY``, or
+    ``_FAILED`` (with ``error``) if tracing or compiling raised.
     """
 
-    def __init__(self) -> None:
-        self._calls = threading.local()
-        self.jitted = jax.jit(functools.partial(_fused_body, self))
+    __slots__ = ("_calls", "jitted", "state", "error", "n_nodes", "__weakref__")
 
-    @property
-    def plan(self) -> Optional[_Plan]:
-        return getattr(self._calls, "plan", None)
+    def __init__(self, n_nodes: int, body: Optional[Callable] = None) -> None:
+        self._calls = threading.local()  # the plan is per thread: threads may call one program at once
+        self.jitted = jax.jit(functools.partial(_fused_body if body is None else body, self))
+        self.state = _PENDING
+        self.error: Optional[BaseException] = None
+        self.n_nodes = n_nodes
 
     def __call__(self, plan: _Plan) -> tuple:
         self._calls.plan = plan
@@ -104,6 +179,94 @@ class _FusedProgram:
             return self.jitted(*plan.arrays)
         finally:
             self._calls.plan = None
+
+    @property
+    def plan(self) -> Optional[Any]:
+        return getattr(self._calls, "plan", None)
+
+    def compile(self, plan: _Plan) -> Optional[tuple]:
+        """Trace, compile and run once (which fills jit's dispatch cache); ``None`` if that failed."""
+        start = time.perf_counter()
+        try:
+            result = self(plan)
+            if not _traced(plan.arrays):
+                result = jax.block_until_ready(result)
+        except Exception as exc:  # any failure leaves this structure node by node
+            self.error = exc
+            self.state = _FAILED
+            result = None
+        elapsed = time.perf_counter() - start
+        with _lock:
+            _stats["compile_seconds"] += elapsed
+            _stats["compiles" if self.state is not _FAILED else "compile_failures"] += 1
+        if self.state is _PENDING:
+            self.state = _READY
+        return result
+
+    def warn_failed(self) -> None:
+        if self.error is not None:
+            error, self.error = self.error, None  # warn once per structure
+            warnings.warn(
+                f"fgraph.autograd.fusion: compiling the fused backward of a {self.n_nodes}-node graph failed "
+                f"({type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''}); "
+                "this graph structure runs node by node from now on.",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+
+
+class _CompileWorker:
+    """One daemon thread that compiles queued programs, each in its caller's copied context."""
+
+    def __init__(self) -> None:
+        self.jobs: "queue.Queue[tuple]" = queue.Queue()
+        self.thread: Optional[threading.Thread] = None
+        self.start_lock = threading.Lock()
+
+    def submit(self, program: _FusedProgram, plan: _Plan) -> None:
+        context = contextvars.copy_context()  # grad mode off, the caller's modes
+        with self.start_lock:
+            if self.thread is None or not self.thread.is_alive():
+                self.thread = threading.Thread(target=self._main, name="fgraph-fusion-compile", daemon=True)
+                self.thread.start()
+        self.jobs.put((context, program, plan))
+
+    def wait_idle(self, timeout: Optional[float]) -> bool:
+        if timeout is None:
+            self.jobs.join()
+            return True
+        deadline = time.monotonic() + timeout
+        with self.jobs.all_tasks_done:
+            while self.jobs.unfinished_tasks:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self.jobs.all_tasks_done.wait(left)
+        return True
+
+    def shutdown(self) -> None:
+        """At exit: drop queued jobs and let the running one finish (a daemon thread stopped inside
+        XLA's compiler aborts the process)."""
+        while True:
+            try:
+                self.jobs.get_nowait()
+            except queue.Empty:
+                break
+            self.jobs.task_done()
+        self.wait_idle(60.0)
+
+    def _main(self) -> None:
+        while True:
+            context, program, plan = self.jobs.get()
+            try:
+                context.run(program.compile, plan)
+            finally:
+                del context, program, plan  # do not keep the graph alive until the next job
+                self.jobs.task_done()
+
+
+_worker = _CompileWorker()
+atexit.register(_worker.shutdown)
 
 
 def try_run(graph_root: Node, root_nr: int, seeds: list, dependencies: dict, exec_info: Optional[dict],
@@ -120,6 +283,7 @@ def try_run(graph_root: Node, root_nr: int, seeds: list, dependencies: dict, exe
     arrays = [s.data for s in seeds]
     layout = []  # per node: (start, stop) of its saved arrays in `arrays`
     n_saved = len(arrays)
+    packed = False  # saved-tensor hooks: unpacking runs user code, so such graphs compile in the foreground
     for node in order:
         if node._hooks is not None or len(node.next_edges) > MAX_NODE_EDGES:
             return None
@@ -143,6 +307,8 @@ def try_run(graph_root: Node, root_nr: int, seeds: list, dependencies: dict, exe
         # Kinds, not values: unpacking a saved tensor here would run its unpack hook a second time
         # whenever the pass then runs node by node (PyTorch unpacks once per backward).
         kinds = node.saved_kinds()
+        if Packed in kinds:
+            packed = True
         start = n_saved
         n_saved += len(kinds)
         layout.append((start, n_saved))
@@ -155,33 +321,79 @@ def try_run(graph_root: Node, root_nr: int, seeds: list, dependencies: dict, exe
         ))
     key = tuple(signature)
 
-    with _cache_lock:
-        program = _compiled.get(key)
-        if program is None:
-            count = _seen.pop(key, 0) + 1
-            _seen[key] = count
-            if len(_seen) > _CACHE_SIZE:
-                _seen.popitem(last=False)
-            if count < COMPILE_AFTER:
-                return None
-            program = _compiled[key] = _FusedProgram()
-            _stats["compiles"] += 1
-            if len(_compiled) > _CACHE_SIZE:
-                _compiled.popitem(last=False)
-        else:
-            _compiled.move_to_end(key)
-
+    program, fresh = _program_for(key, len(order))
+    if program is None:
+        return None
     for node, span in zip(order, layout):
         if span is not None:
             arrays.extend(node.saved_arrays())
     plan = _Plan(order=order, graph_root=graph_root, root_nr=root_nr, seeds=seeds, dependencies=dependencies,
                  exec_info=exec_info, n_captured=n_captured, accumulate=accumulate, arrays=arrays, layout=layout)
-    captured_arrays, leaf_arrays = program(plan)
-    _stats["fused_runs"] += 1
+    if fresh and _state["background"] and not packed and not _traced(arrays):
+        plan.dependencies = dict(dependencies)  # the caller's pass consumes its copy meanwhile
+    result = _run_program(program, fresh, plan, background=not packed)
+    if result is None:
+        return None
+    captured_arrays, leaf_arrays = result
     captured = [None if a is None else _wrap(a) for a in captured_arrays]
     accumulators = [node for node in order if type(node) is AccumulateGrad]
     leaf_grads = {acc: _wrap(a) for acc, a in zip(accumulators, leaf_arrays) if a is not None}
     return captured, leaf_grads
+
+
+def _program_for(key: tuple, n_nodes: int, body: Optional[Callable] = None) -> tuple:
+    """``(program, fresh)`` for this structure, or ``(None, False)``: run node by node this time."""
+    with _lock:
+        program = _compiled.get(key)
+        if program is None:
+            count = _seen.pop(key, 0) + 1
+            _seen[key] = count
+            if len(_seen) > _state["cache_size"]:
+                _seen.popitem(last=False)
+            if count < COMPILE_AFTER or _state["cache_size"] == 0:
+                _stats["misses"] += 1
+                return None, False
+            program = _compiled[key] = _FusedProgram(n_nodes, body)
+            _trim()
+            return program, True
+        _compiled.move_to_end(key)
+        if program.state is not _READY:
+            _stats["misses"] += 1
+    if program.state is _FAILED:
+        program.warn_failed()
+        return None, False
+    if program.state is _PENDING:
+        return None, False  # the worker is compiling it: node by node meanwhile
+    return program, False
+
+
+def _run_program(program: _FusedProgram, fresh: bool, plan: Any, background: bool = True) -> Optional[tuple]:
+    """Run ``program`` on ``plan``; a fresh one is compiled first (queued, returning ``None``, in the background)."""
+    if fresh:
+        if _state["background"] and background and not _traced(plan.arrays):
+            with _lock:
+                _stats["misses"] += 1
+            _worker.submit(program, plan)
+            return None
+        result = program.compile(plan)
+        if result is None:
+            program.warn_failed()
+            with _lock:
+                _stats["misses"] += 1
+            return None
+    else:
+        result = program(plan)
+    with _lock:
+        _stats["hits"] += 1
+    return result
+
+
+def _traced(arrays: list) -> bool:
+    tracer = jax.core.Tracer
+    for a in arrays:
+        if isinstance(a, tracer):
+            return True
+    return False
 
 
 def _fused_body(program: _FusedProgram, *arrays: Any) -> tuple:

@@ -302,8 +302,20 @@ def _record(op: OpDef, args: tuple, arrays: list, params: Any, edges: tuple, out
 def _kept(op: OpDef, args: tuple, edges: tuple) -> tuple:
     """``args`` with the inputs the rule does not read replaced by ``None``."""
     keep = op.saved_positions
-    if type(keep) is dict:
-        return tuple(a if any(edges[j] is not None for j in keep.get(i, ())) else None for i, a in enumerate(args))
+    if type(keep) is dict:  # plain loops: this runs for every mul/div recorded
+        kept = []
+        for i, a in enumerate(args):
+            wanted = keep.get(i)
+            if wanted is not None:
+                for j in wanted:
+                    if edges[j] is not None:
+                        break
+                else:
+                    a = None
+            else:
+                a = None
+            kept.append(a)
+        return tuple(kept)
     if isinstance(keep, slice):
         keep = range(len(args))[keep]
     return tuple(a if i in keep else None for i, a in enumerate(args))
