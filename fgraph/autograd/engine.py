@@ -34,6 +34,7 @@ from fgraph.autograd.grad_mode import _GRAD_ENABLED
 from fgraph.autograd.gradients import Gradients
 from fgraph.autograd.graph import AccumulateGrad, GradientEdge, GraphRoot, Node
 from fgraph.errors import GradError
+from fgraph.lazy._state import LAZY
 from fgraph.tensor import Tensor, _is_torch_tensor, _wrap, type_name
 
 __all__ = ["grad", "backward", "Gradients"]
@@ -258,7 +259,7 @@ _SEEDS: dict = {}  # (shape, dtype, sharding) -> ones: arrays are immutable, so 
 
 def _implicit_seed(data: Any) -> Any:
     """``ones_like(data)`` for a size-1 output; concrete seeds are cached (creating one costs a dispatch)."""
-    if isinstance(data, jax.core.Tracer):
+    if isinstance(data, jax.core.Tracer) or not isinstance(data, jax.Array):  # traced, or lazy (no sharding yet)
         return jnp.ones(data.shape, data.dtype)
     key = (data.shape, data.dtype, data.sharding)
     seed = _SEEDS.get(key)
@@ -359,7 +360,7 @@ def _execute_pass(roots: tuple, seeds: list, inputs: Optional[tuple], create_gra
                             anomaly_apply(anomaly))
             _run_callbacks(callbacks)
             return captured, leaf_grads
-        if not create_graph:
+        if not create_graph and LAZY.get() is None:  # lazy mode: the replay is already one program
             fused = fusion.try_run(graph_root, root_nr, seeds, dependencies, exec_info, len(output_edges),
                                    accumulate)
             if fused is not None:
