@@ -172,3 +172,17 @@ def test_lazy_as_decorator_and_traced_code_inside():
         out = jax.jit(lambda d: (fg.tensor(d).exp() * 2).sum().data)(x.data)
     _close(float(out), 2 * (1 + np.e))
     assert isinstance(LazyArray, type)
+
+
+def test_compile_mode_lazy_equals_eager():
+    def step(w, x):
+        return ((x @ w).relu() ** 2).sum().backward()[w]
+
+    w = fg.tensor(np.linspace(-1, 1, 6).reshape(3, 2), requires_grad=True)
+    x = fg.tensor(np.arange(12.0).reshape(4, 3) / 7)
+    lazy_step = fg.compile(step, mode="lazy")
+    fg.lazy.reset_stats()
+    _close(lazy_step(w, x).numpy(), step(w, x).numpy())
+    assert fg.lazy.stats()["flushes"] == 1
+    with pytest.raises(ValueError, match="mode"):
+        fg.compile(step, mode="fast")

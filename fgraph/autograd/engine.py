@@ -259,12 +259,13 @@ _SEEDS: dict = {}  # (shape, dtype, sharding) -> ones: arrays are immutable, so 
 
 def _implicit_seed(data: Any) -> Any:
     """``ones_like(data)`` for a size-1 output; concrete seeds are cached (creating one costs a dispatch)."""
-    if isinstance(data, jax.core.Tracer) or not isinstance(data, jax.Array):  # traced, or lazy (no sharding yet)
+    if isinstance(data, jax.core.Tracer):
         return jnp.ones(data.shape, data.dtype)
-    key = (data.shape, data.dtype, data.sharding)
+    sharding = data.sharding if isinstance(data, jax.Array) else None  # None: lazy, placed on the default device
+    key = (data.shape, data.dtype, sharding)
     seed = _SEEDS.get(key)
     if seed is None:
-        seed = _SEEDS[key] = jnp.ones(data.shape, data.dtype, device=data.sharding)
+        seed = _SEEDS[key] = jnp.ones(data.shape, data.dtype, device=sharding)
     return seed
 
 

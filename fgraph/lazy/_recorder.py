@@ -38,7 +38,11 @@ MAX_PROGRAMS = 64
 STATS: dict[str, int] = dict.fromkeys(("records", "flushes", "traces", "hits", "signatures", "bypassed", "evicted"), 0)
 
 _ArrayImpl = type(jnp.zeros(()))
-_SCALARS = {bool: False, int: 0, float: 0.0, complex: 0j}
+_SCALARS = frozenset((bool, int, float, complex))
+#: Python scalars met as kernel arguments, as weakly typed device arrays (what ``jax.jit`` makes of them), so a
+#: replay takes them without a host-to-device copy per call; bounded (a changing value is a new entry).
+_SCALAR_ARRAYS: dict = {}
+MAX_SCALARS = 4096
 
 # Signatures of values interned to small ints, so cache keys hash fast.
 _KIDS: dict[Any, int] = {}
@@ -63,11 +67,26 @@ def _array_kid(a: Any) -> int:
     return kid if kid is not None else _kid(sig, jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type))
 
 
+def _scalar_array(t: type, value: Any) -> Any:
+    key = (t, value) if value else (t, repr(value))  # repr: -0.0 == 0.0 but differs in sign
+    a = _SCALAR_ARRAYS.get(key)
+    if a is None:
+        if len(_SCALAR_ARRAYS) >= MAX_SCALARS:
+            _SCALAR_ARRAYS.clear()
+        token = LAZY.set(None)
+        try:
+            a = _SCALAR_ARRAYS[key] = jnp.asarray(value)
+        finally:
+            LAZY.reset(token)
+    return a
+
+
 def cache_clear() -> None:
     """Drop every compiled replay program and cached signature."""
     _PROGRAMS.clear()
     _SIGS.clear()
     _FLAT.clear()
+    _SCALAR_ARRAYS.clear()
 
 
 class _Flat:
@@ -137,11 +156,14 @@ class Recorder:
                 refs.append(None)
                 kids.append(None)
             elif t in _SCALARS:
-                refs.append(len(externals))
-                externals.append(a)
-                kid = _kid(t, _SCALARS[t])
-                self.ext_kids.append(kid)
-                kids.append(kid)
+                a = _scalar_array(t, a)
+                i = self.ext_index.get(id(a))
+                if i is None:
+                    i = self.ext_index[id(a)] = len(externals)
+                    externals.append(a)
+                    self.ext_kids.append(_array_kid(a))
+                refs.append(i)
+                kids.append(self.ext_kids[i])
             else:
                 return self._bypass(kernel, args)
         kids_t = tuple(kids)
