@@ -106,6 +106,11 @@ class lazy:
             STATS[k] = 0
 
     @staticmethod
+    def concrete(x: Any) -> Any:
+        """``x``'s concrete array if it is a :class:`LazyArray` (running its trace if pending), else ``x``."""
+        return concrete(x)
+
+    @staticmethod
     def cache_clear() -> None:
         """Drop every compiled replay program (the next flush of each structure traces again)."""
         cache_clear()
