@@ -25,6 +25,7 @@ import numpy as np
 from fgraph._checks import array_ufunc, check_bool, index_of, traced_read
 from fgraph._dtypes import canonical_dtype, default_float_dtype, is_differentiable_dtype
 from fgraph.autograd.graph import AccumulateGrad, GradientEdge, Node, RemovableHandle, make_edge
+from fgraph.lazy._array import LazyArray
 
 __all__ = [
     "Tensor",
@@ -352,7 +353,7 @@ def _to_array(data: Any, dtype: Optional[np.dtype], op: str) -> jax.Array:
     if isinstance(data, Tensor):
         array = data.data
         return array if dtype is None else array.astype(dtype)
-    if isinstance(data, (jax.Array, jax.core.Tracer)):
+    if isinstance(data, (jax.Array, jax.core.Tracer, LazyArray)):  # LazyArray: a value pending in fg.lazy()
         return data if dtype is None else data.astype(dtype)
     if isinstance(data, np.ndarray) or np.isscalar(data):
         host = np.asarray(data)

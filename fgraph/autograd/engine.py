@@ -32,6 +32,7 @@ from fgraph.autograd.gradients import Gradients
 from fgraph.autograd._ready_heap import _compute_dependencies, _init_to_execute, _run_ready_heap
 from fgraph.autograd.graph import GradientEdge, GraphRoot
 from fgraph.errors import GradError
+from fgraph.lazy._state import LAZY
 from fgraph.tensor import Tensor, _is_torch_tensor, _wrap, type_name
 
 __all__ = ["grad", "backward", "Gradients"]
@@ -258,10 +259,11 @@ def _implicit_seed(data: Any) -> Any:
     """``ones_like(data)`` for a size-1 output; concrete seeds are cached (creating one costs a dispatch)."""
     if isinstance(data, jax.core.Tracer):
         return jnp.ones(data.shape, data.dtype)
-    key = (data.shape, data.dtype, data.sharding)
+    sharding = data.sharding if isinstance(data, jax.Array) else None  # None: lazy, placed on the default device
+    key = (data.shape, data.dtype, sharding)
     seed = _SEEDS.get(key)
     if seed is None:
-        seed = _SEEDS[key] = jnp.ones(data.shape, data.dtype, device=data.sharding)
+        seed = _SEEDS[key] = jnp.ones(data.shape, data.dtype, device=sharding)
     return seed
 
 
@@ -357,7 +359,7 @@ def _execute_pass(roots: tuple, seeds: list, inputs: Optional[tuple], create_gra
                             anomaly_apply(anomaly))
             _run_callbacks(callbacks)
             return captured, leaf_grads
-        if not create_graph:
+        if not create_graph and LAZY.get() is None:  # lazy mode: the replay is already one program
             fused = fusion.try_run(graph_root, root_nr, seeds, dependencies, exec_info, len(output_edges),
                                    accumulate)
             if fused is None and len(dependencies) >= fusion.MAX_NODES:

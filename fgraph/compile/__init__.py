@@ -44,7 +44,7 @@ __all__ = ["compile", "CompiledFunction", "CompileError"]
 
 def compile(fn: Optional[Callable] = None, *, static_argnums: Sequence[int] = (), static_argnames: Sequence[str] = (),
             donate_argnums: Sequence[int] = (), in_shardings: Any = None, out_shardings: Any = None,
-            explain: bool = False) -> Any:
+            explain: bool = False, mode: str = "default") -> Any:
     """Compile ``fn`` (a step that builds an fgraph graph, differentiates it and updates state) into one program.
 
     Used as ``fg.compile(fn, ...)``, ``@fg.compile`` or ``@fg.compile(static_argnums=...)``.
@@ -53,7 +53,9 @@ def compile(fn: Optional[Callable] = None, *, static_argnums: Sequence[int] = ()
     included) the program may reuse for its results. ``in_shardings``: per positional argument, a
     ``jax.sharding.Sharding`` (or ``None``) its arrays are placed with before the call;
     ``out_shardings``: a sharding, or a pytree prefix of the results. ``explain``: log why each
-    retrace happened at warning level.
+    retrace happened at warning level. ``mode="lazy"``: no tracing of ``fn`` at all; each call runs it
+    under ``with fg.lazy():`` (ops record, one cached XLA program per call structure; see
+    ``docs/lazy.md``); the other options do not apply then.
 
     Example:
         >>> import fgraph as fg
@@ -61,6 +63,12 @@ def compile(fn: Optional[Callable] = None, *, static_argnums: Sequence[int] = ()
         >>> f(fg.tensor([1.0, 2.0])).item()
         5.0
     """
+    if mode == "lazy":
+        from fgraph.lazy import lazy
+
+        return lazy() if fn is None else lazy()(fn)
+    if mode != "default":
+        raise ValueError(f"compile: mode must be 'default' or 'lazy', got {mode!r}.")
     options = dict(static_argnums=static_argnums, static_argnames=static_argnames, donate_argnums=donate_argnums,
                    in_shardings=in_shardings, out_shardings=out_shardings, explain=explain)
     if fn is None:

@@ -37,6 +37,7 @@ from fgraph.autograd.grad_mode import _GRAD_ENABLED
 from fgraph.autograd.saved_tensors import Packed, pack_saved, unpack_saved
 from fgraph.autograd.graph import Node, next_sequence_nr
 from fgraph.errors import OpError
+from fgraph.lazy._state import LAZY
 from fgraph.tensor import Tensor, _is_torch_tensor, _torch_message, _wrap, _wrap_output
 
 __all__ = ["OpDef", "RuleContext", "declare", "apply_op", "apply_unary", "registry"]
@@ -182,7 +183,8 @@ def apply_op(op: OpDef, args: tuple, params: Any = None) -> Any:
     if kernel is None:
         kernel = op.kernel(params)
     try:
-        out = kernel(*arrays)
+        lazy = LAZY.get()
+        out = kernel(*arrays) if lazy is None else lazy.call(kernel, arrays)
     except (TypeError, ValueError, IndexError) as exc:
         raise _explain(op, args, params, exc) from None
     if recording and op.differentiable and _GRAD_ENABLED.get():
@@ -201,7 +203,8 @@ def apply_unary(op: OpDef, x: Tensor, params: Any = None) -> Tensor:
         kernel = op.kernel(params)
     data = x.data
     try:
-        out = kernel(data)
+        lazy = LAZY.get()
+        out = kernel(data) if lazy is None else lazy.call(kernel, (data,))
     except (TypeError, ValueError, IndexError) as exc:
         raise _explain(op, (x,), params, exc) from None
     edge = x._edge
@@ -233,7 +236,8 @@ def apply_binary(op: OpDef, a: Any, b: Any, params: Any = None) -> Tensor:
     da = a.data
     db = b.data
     try:
-        out = kernel(da, db)
+        lazy = LAZY.get()
+        out = kernel(da, db) if lazy is None else lazy.call(kernel, (da, db))
     except (TypeError, ValueError, IndexError) as exc:
         raise _explain(op, (a, b), params, exc) from None
     ea = a._edge
@@ -424,7 +428,9 @@ class OpNode(Node):
             kernel = op.rule_kernel(*key)
         args = [None if g is None else g.data for g in grad_outputs]
         args.extend(saved)
-        return tuple([None if o is None else _wrap(o) for o in kernel(*args)])
+        lazy = LAZY.get()
+        outs = kernel(*args) if lazy is None else lazy.call(kernel, args)
+        return tuple([None if o is None else _wrap(o) for o in outs])
 
     def _out_meta(self) -> Optional[tuple]:
         return None

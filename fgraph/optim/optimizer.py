@@ -43,6 +43,7 @@ import jax
 import jax.numpy as jnp
 
 from fgraph.autograd.grad_mode import enable_grad
+from fgraph.lazy._state import LAZY
 from fgraph.nn.modules._state_dict import as_array
 from fgraph.nn.parameter import Parameter, as_parameter, current, rebind
 from fgraph.tensor import Tensor, _wrap
@@ -225,7 +226,9 @@ class Optimizer:
         hyper = self._hyper_values(group)
         states = [_arrays(self.state[p]) if p in self.state else self._first_state(p, group) for _, p, _ in active]
         grad_arrays = [g.data if g.dtype == p.dtype else g.data.astype(p.dtype) for _, p, g in active]
-        new_params, new_states = kernel(hyper, [p.data for _, p, _ in active], grad_arrays, states)
+        args = (hyper, [p.data for _, p, _ in active], grad_arrays, states)
+        lazy = LAZY.get()
+        new_params, new_states = kernel(*args) if lazy is None else lazy.call_tree(kernel, args)
         replaced = self._rebind_group(group, {i: data for (i, _, _), data in zip(active, new_params)})
         for (_, p, _), state, old_state in zip(active, new_states, states):
             self.state.pop(p, None)

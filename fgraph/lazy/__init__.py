@@ -1,0 +1,121 @@
+"""Lazy step caching: ``with fg.lazy():`` runs eager code as one cached XLA program per step.
+
+Inside the block, ops record their kernel calls instead of dispatching them; tensors hold
+:class:`LazyArray` placeholders with the right shape and dtype, so graph recording,
+``backward`` and ``opt.step`` run unchanged. The recorded trace runs as one ``jax.jit``
+program when a value is needed (printing, ``.item()``, ``.numpy()``, ``bool()``, any
+``jnp`` function on the data), at the end of the block, or when it grows past
+``MAX_RECORDS``; the program is cached by the trace's structure, so a training-loop body
+that records the same structure each step replays one compiled program per step.
+
+Example:
+    >>> import fgraph as fg
+    >>> x = fg.tensor([1.0, 2.0], requires_grad=True)
+    >>> with fg.lazy():
+    ...     y = (x * x).sum()
+    ...     grads = y.backward()
+    >>> y.item(), grads[x].tolist()
+    (5.0, [2.0, 4.0])
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Optional
+
+from fgraph.lazy._array import LazyArray, concrete, is_lazy
+from fgraph.lazy._recorder import MAX_PROGRAMS, MAX_RECORDS, STATS, Recorder, cache_clear
+from fgraph.lazy._state import LAZY
+
+__all__ = ["lazy", "LazyArray", "is_lazy", "concrete", "Recorder"]
+
+
+class lazy:
+    """Context manager (and decorator) that turns on lazy step caching in this context.
+
+    Nested blocks share the outer block's trace. Leaving the outermost block runs what is
+    pending, so every value made inside is concrete afterwards. ``fg.lazy.stats()`` reads
+    the counters (``traces``: programs compiled; ``hits``: replays of a cached program;
+    ``flushes``; ``records``: kernel calls recorded).
+
+    Example:
+        >>> import fgraph as fg
+        >>> @fg.lazy()
+        ... def f(x):
+        ...     return (x.exp() * 2).sum()
+        >>> round(f(fg.zeros(3)).item(), 4)
+        6.0
+    """
+
+    __slots__ = ("_tokens",)
+
+    def __init__(self) -> None:
+        self._tokens: list = []
+
+    def __enter__(self) -> "lazy":
+        rec = LAZY.get()
+        self._tokens.append((LAZY.set(rec if rec is not None else Recorder()), rec is None))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        token, outermost = self._tokens.pop()
+        rec = LAZY.get()
+        LAZY.reset(token)
+        if outermost and rec is not None:
+            if exc[0] is None:
+                rec.flush()
+                return
+            try:  # the block raised: still run what it recorded, so values made before the error stay readable
+                rec.flush()
+            except Exception:
+                rec.discard()  # the block's own exception propagates
+
+    def __call__(self, fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def run_lazily(*args: Any, **kwargs: Any) -> Any:
+            with lazy():
+                return fn(*args, **kwargs)
+        return run_lazily
+
+    @staticmethod
+    def flush() -> None:
+        """Run the pending trace of the active block now (nothing happens outside one)."""
+        rec = LAZY.get()
+        if rec is not None:
+            rec.flush()
+
+    @staticmethod
+    def is_active() -> bool:
+        """Whether ops record lazily in this context."""
+        return LAZY.get() is not None
+
+    @staticmethod
+    def pending() -> int:
+        """Kernel calls recorded and not yet run in the active block (0 outside one)."""
+        rec = LAZY.get()
+        return 0 if rec is None else len(rec)
+
+    @staticmethod
+    def stats() -> dict:
+        """A copy of the counters: records, flushes, traces, hits, signatures, bypassed, evicted."""
+        return dict(STATS)
+
+    @staticmethod
+    def reset_stats() -> None:
+        """Zero the counters."""
+        for k in STATS:
+            STATS[k] = 0
+
+    @staticmethod
+    def concrete(x: Any) -> Any:
+        """``x``'s concrete array if it is a :class:`LazyArray` (running its trace if pending), else ``x``."""
+        return concrete(x)
+
+    @staticmethod
+    def cache_clear() -> None:
+        """Drop every compiled replay program (the next flush of each structure traces again)."""
+        cache_clear()
+
+
+def active_recorder() -> Optional[Recorder]:
+    """The recorder of the active block, or ``None``."""
+    return LAZY.get()

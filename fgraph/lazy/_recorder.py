@@ -1,0 +1,277 @@
+"""The recorder: kernel calls become records; a flush runs them as one cached ``jax.jit`` program.
+
+A record is ``(kernel, refs, treedef)``: ``refs`` says where each argument comes from
+(``i >= 0``: external input ``i``, a concrete array or Python scalar; ``-1 - s``: output
+slot ``s`` of an earlier record; ``None``: the argument ``None``). The outputs of a
+record are :class:`LazyArray` placeholders whose abstract values come from
+``jax.eval_shape``, computed once per (kernel, input signature) and then a dict lookup.
+
+A flush keys the pending trace by its structure -- the records, the external inputs'
+signatures, which outputs are still alive -- and replays it with a ``jax.jit`` of
+:func:`_replay` cached under that key (bounded LRU), so a loop body that records the
+same structure every step compiles once and then replays one XLA program per step.
+"""
+from __future__ import annotations
+
+import collections
+import functools
+import weakref
+from typing import Any, Callable, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from fgraph.lazy._array import LazyArray
+from fgraph.lazy._state import LAZY
+
+__all__ = ["Recorder", "STATS", "cache_clear", "MAX_RECORDS", "MAX_PROGRAMS"]
+
+#: A pending trace longer than this is flushed as it is recorded (bounds compile time and memory).
+MAX_RECORDS = 20_000
+#: Compiled replay programs kept (least recently used dropped first).
+MAX_PROGRAMS = 64
+
+#: Counters: ``records`` (kernel calls recorded), ``flushes``, ``traces`` (programs compiled: a new
+#: structure), ``hits`` (flushes that replayed a cached program), ``signatures`` (``eval_shape`` runs),
+#: ``bypassed`` (calls run eagerly: tracer or unusual arguments), ``evicted``.
+STATS: dict[str, int] = dict.fromkeys(("records", "flushes", "traces", "hits", "signatures", "bypassed", "evicted"), 0)
+
+_ArrayImpl = type(jnp.zeros(()))
+_SCALARS = frozenset((bool, int, float, complex))
+#: Python scalars met as kernel arguments, as weakly typed device arrays (what ``jax.jit`` makes of them), so a
+#: replay takes them without a host-to-device copy per call; bounded (a changing value is a new entry).
+_SCALAR_ARRAYS: dict = {}
+MAX_SCALARS = 4096
+
+# Signatures of values interned to small ints, so cache keys hash fast.
+_KIDS: dict[Any, int] = {}
+_KID_ABSTRACT: list = []  # kid -> what eval_shape gets for it (ShapeDtypeStruct, or a sample Python scalar)
+_SIGS: dict[tuple, tuple] = {}  # (kernel, kids) -> (out kids, out avals, treedef or None)
+_PROGRAMS: "collections.OrderedDict[tuple, Callable]" = collections.OrderedDict()
+_FLAT: dict[tuple, "_Flat"] = {}
+_LEAF = jax.tree_util.tree_structure(0)
+
+
+def _kid(sig: Any, abstract: Any) -> int:
+    kid = _KIDS.get(sig)
+    if kid is None:
+        kid = _KIDS[sig] = len(_KID_ABSTRACT)
+        _KID_ABSTRACT.append(abstract)
+    return kid
+
+
+def _array_kid(a: Any) -> int:
+    sig = (a.shape, a.dtype, a.weak_type)
+    kid = _KIDS.get(sig)
+    return kid if kid is not None else _kid(sig, jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type))
+
+
+def _scalar_array(t: type, value: Any) -> Any:
+    key = (t, value) if value else (t, repr(value))  # repr: -0.0 == 0.0 but differs in sign
+    a = _SCALAR_ARRAYS.get(key)
+    if a is None:
+        if len(_SCALAR_ARRAYS) >= MAX_SCALARS:
+            _SCALAR_ARRAYS.clear()
+        token = LAZY.set(None)
+        try:
+            a = _SCALAR_ARRAYS[key] = jnp.asarray(value)
+        finally:
+            LAZY.reset(token)
+    return a
+
+
+def cache_clear() -> None:
+    """Drop every compiled replay program and cached signature."""
+    _PROGRAMS.clear()
+    _SIGS.clear()
+    _FLAT.clear()
+    _SCALAR_ARRAYS.clear()
+
+
+class _Flat:
+    """A kernel taking pytrees (the optimizer's lists and dicts), called on the flat leaves."""
+
+    __slots__ = ("kernel", "treedef", "__weakref__")
+
+    def __init__(self, kernel: Callable, treedef: Any) -> None:
+        self.kernel = kernel
+        self.treedef = treedef
+
+    def __call__(self, *leaves: Any) -> Any:
+        return self.kernel(*self.treedef.unflatten(leaves))
+
+
+class Recorder:
+    """The pending trace of one ``with fg.lazy():`` block (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        self.records: list = []
+        self.outs: list = []  # weakref per output slot
+        self.externals: list = []
+        self.ext_kids: list = []
+        self.ext_index: dict = {}  # id(array) -> external index (arrays only; they are held in externals)
+
+    def discard(self) -> None:
+        """Drop the pending records (the block raised); their placeholders can no longer be read."""
+        for ref in self.outs:
+            o = ref()
+            if o is not None:
+                o._rec = None
+        self._reset()
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    # -- recording (hot path) ---------------------------------------------------------------------
+    def call(self, kernel: Callable, args: Any) -> Any:
+        """Record ``kernel(*args)``; return placeholders shaped like its result."""
+        refs = []
+        kids = []
+        externals = self.externals
+        for a in args:
+            t = type(a)
+            if t is LazyArray:
+                if a._concrete is None:
+                    if a._rec is self:
+                        refs.append(-1 - a._slot)
+                        kids.append(a._kid)
+                        continue
+                    a = a.value()  # pending in another recorder (another context): run that one
+                else:
+                    a = a._concrete
+                t = type(a)
+            if t is _ArrayImpl:
+                i = self.ext_index.get(id(a))
+                if i is None:
+                    i = self.ext_index[id(a)] = len(externals)
+                    externals.append(a)
+                    self.ext_kids.append(_array_kid(a))
+                refs.append(i)
+                kids.append(self.ext_kids[i])
+            elif a is None:
+                refs.append(None)
+                kids.append(None)
+            elif t in _SCALARS:
+                a = _scalar_array(t, a)
+                i = self.ext_index.get(id(a))
+                if i is None:
+                    i = self.ext_index[id(a)] = len(externals)
+                    externals.append(a)
+                    self.ext_kids.append(_array_kid(a))
+                refs.append(i)
+                kids.append(self.ext_kids[i])
+            else:
+                return self._bypass(kernel, args)
+        kids_t = tuple(kids)
+        sig = _SIGS.get((kernel, kids_t))
+        if sig is None:
+            sig = _signature(kernel, kids_t)
+        out_kids, out_avals, treedef = sig
+        slot = len(self.outs)
+        self.records.append((kernel, tuple(refs), treedef))
+        STATS["records"] += 1
+        outs = []
+        for kid, aval in zip(out_kids, out_avals):
+            la = LazyArray(aval, kid, self, slot)
+            self.outs.append(weakref.ref(la))
+            outs.append(la)
+            slot += 1
+        if len(self.records) >= MAX_RECORDS:
+            self.flush()
+        return outs[0] if treedef is None else treedef.unflatten(outs)
+
+    def call_tree(self, kernel: Callable, args: tuple) -> Any:
+        """:meth:`call` for a kernel whose arguments are pytrees (lists, dicts of arrays)."""
+        leaves, treedef = jax.tree_util.tree_flatten(args, is_leaf=_is_lazy)
+        flat = _FLAT.get((kernel, treedef))
+        if flat is None:
+            flat = _FLAT[(kernel, treedef)] = _Flat(kernel, treedef)
+        return self.call(flat, leaves)
+
+    def _bypass(self, kernel: Callable, args: Any) -> Any:
+        STATS["bypassed"] += 1
+        return kernel(*[a.value() if type(a) is LazyArray else a for a in args])
+
+    # -- running the trace ------------------------------------------------------------------------
+    def flush(self) -> None:
+        """Run the pending records as one (cached) jitted program and fill the live placeholders."""
+        records = self.records
+        if not records:
+            return
+        alive = []
+        live = []
+        for i, ref in enumerate(self.outs):
+            o = ref()
+            if o is not None:
+                alive.append(o)
+                live.append(i)
+        live_t = tuple(live)
+        key = (tuple(records), tuple(self.ext_kids), live_t)
+        externals = self.externals
+        self._reset()  # before running: an error leaves a clean recorder
+        STATS["flushes"] += 1
+        program = _PROGRAMS.get(key)
+        if program is None:
+            STATS["traces"] += 1
+            program = _PROGRAMS[key] = jax.jit(functools.partial(_replay, key[0], live_t))
+            if len(_PROGRAMS) > MAX_PROGRAMS:
+                _PROGRAMS.popitem(last=False)
+                STATS["evicted"] += 1
+        else:
+            STATS["hits"] += 1
+            _PROGRAMS.move_to_end(key)
+        token = LAZY.set(None)
+        try:
+            values = program(*externals)
+        except BaseException:
+            for o in alive:
+                o._rec = None
+            raise
+        finally:
+            LAZY.reset(token)
+        for o, v in zip(alive, values):
+            o._concrete = v
+            o._rec = None
+
+
+def _is_lazy(x: Any) -> bool:
+    return type(x) is LazyArray
+
+
+def _signature(kernel: Callable, kids: tuple) -> tuple:
+    """Abstract-evaluate ``kernel`` on inputs with these signatures (once per signature)."""
+    STATS["signatures"] += 1
+    abstract = [None if k is None else _KID_ABSTRACT[k] for k in kids]
+    token = LAZY.set(None)
+    try:
+        out = jax.eval_shape(kernel, *abstract)
+    finally:
+        LAZY.reset(token)
+    leaves, treedef = jax.tree_util.tree_flatten(out)
+    avals = tuple(jax.core.ShapedArray(x.shape, x.dtype, weak_type=bool(getattr(x, "weak_type", False)))
+                  for x in leaves)
+    out_kids = tuple(_kid((a.shape, a.dtype, a.weak_type), jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type))
+                     for a in avals)
+    sig = _SIGS[(kernel, kids)] = (out_kids, avals, None if treedef == _LEAF else treedef)
+    return sig
+
+
+def _replay(records: tuple, live: tuple, *externals: Any) -> list:
+    """The program a flush compiles: every record in order, on the external inputs; the live outputs."""
+    slots: list = []
+    for kernel, refs, treedef in records:
+        out = kernel(*[None if r is None else externals[r] if r >= 0 else slots[-1 - r] for r in refs])
+        if treedef is None:
+            slots.append(out)
+        else:
+            slots.extend(jax.tree_util.tree_leaves(out))
+    return [slots[i] for i in live]
+
+
+def current() -> Optional[Recorder]:
+    """The active recorder, or ``None``."""
+    return LAZY.get()
