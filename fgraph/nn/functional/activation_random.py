@@ -161,7 +161,8 @@ def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace
     Example:
         >>> import fgraph as fg, jax
         >>> import fgraph.nn.functional as F
-        >>> y = F.alpha_dropout(fg.randn(20000, key=jax.random.PRNGKey(1)), 0.2, training=True, key=jax.random.PRNGKey(0))
+        >>> x = fg.randn(20000, key=jax.random.PRNGKey(1))
+        >>> y = F.alpha_dropout(x, 0.2, training=True, key=jax.random.PRNGKey(0))
         >>> abs(y.mean().item()) < 0.05, abs(y.std().item() - 1) < 0.05
         (True, True)
     """

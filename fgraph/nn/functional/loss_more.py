@@ -36,7 +36,9 @@ from fgraph.nn.functional._utils import (
 )
 from fgraph.nn.functional.activation import LOG_SIGMOID
 from fgraph.ops._declare import apply_unary
-from fgraph.ops.elementwise import clamp, eq, exp, gt, le, log, logical_and, logical_not, lt, mul, ne, relu, to_dtype, where
+from fgraph.ops.elementwise import (
+    clamp, eq, exp, gt, le, log, logical_and, logical_not, lt, mul, ne, relu, to_dtype, where,
+)
 from fgraph.ops.reduction import sum as _sum
 from fgraph.ops.scan import cumsum
 from fgraph.ops.shape import unsqueeze
@@ -63,7 +65,8 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Union[Tensor, float], 
     Example:
         >>> import fgraph as fg
         >>> import fgraph.nn.functional as F
-        >>> F.gaussian_nll_loss(fg.tensor([1.0, 3.0]), fg.tensor([1.0, 1.0]), fg.tensor([1.0, 2.0]), reduction="none").tolist()
+        >>> mean, target, var = fg.tensor([1.0, 3.0]), fg.tensor([1.0, 1.0]), fg.tensor([1.0, 2.0])
+        >>> F.gaussian_nll_loss(mean, target, var, reduction="none").tolist()
         [0.0, 1.3465735912322998]
     """
     op = "gaussian_nll_loss"
@@ -104,7 +107,8 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
     Example:
         >>> import fgraph as fg
         >>> import fgraph.nn.functional as F
-        >>> [round(v, 4) for v in F.poisson_nll_loss(fg.tensor([0.0, 1.0]), fg.tensor([1.0, 0.0]), reduction="none").tolist()]
+        >>> loss = F.poisson_nll_loss(fg.tensor([0.0, 1.0]), fg.tensor([1.0, 0.0]), reduction="none")
+        >>> [round(v, 4) for v in loss.tolist()]
         [1.0, 2.7183]
     """
     op = "poisson_nll_loss"
