@@ -107,10 +107,11 @@ def _ctc_pair(z, targets, il, tl, normalise=True, **kw):
     return np.asarray(g.data), tg.numpy()
 
 
-@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
-def test_ctc_loss_matches_torch_through_log_softmax(reduction):
-    g, tg = _ctc_pair(Z, TARGETS, IL, TL, reduction=reduction)
-    np.testing.assert_allclose(g, tg, rtol=1e-9, atol=1e-12)
+def test_ctc_loss_matches_torch_through_log_softmax():
+    """'mean' is in the op table's torch oracle; here the other reductions."""
+    for reduction in ("none", "sum"):
+        g, tg = _ctc_pair(Z, TARGETS, IL, TL, reduction=reduction)
+        np.testing.assert_allclose(g, tg, rtol=1e-9, atol=1e-12)
 
 
 def test_ctc_loss_concatenated_targets_lists_and_unbatched():
@@ -137,13 +138,8 @@ def test_ctc_unalignable_target_is_infinite_or_zeroed(zero_infinity):
     np.testing.assert_allclose(np.nan_to_num(g), np.nan_to_num(tg), rtol=1e-9, atol=1e-12)
 
 
-def test_ctc_loss_is_jittable_and_module_matches():
+def test_ctc_module_matches_functional():  # (jit: the op tables run every entry jitted too)
     args = (fg.tensor(TARGETS), fg.tensor(IL), fg.tensor(TL))
-
-    def loss(z):
-        return F.ctc_loss(F.log_softmax(fg.tensor(z), 2), *args).data
-
-    np.testing.assert_allclose(jax.jit(loss)(Z), loss(Z), rtol=1e-12)
     lp = F.log_softmax(fg.tensor(Z), 2)
     assert nn.CTCLoss(reduction="sum")(lp, *args).item() == F.ctc_loss(lp, *args, reduction="sum").item()
 
