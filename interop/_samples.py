@@ -230,6 +230,8 @@ SAMPLES: dict[str, Sample] = {
     "polygamma": Sample((Arg((2, 3), "pos"),), {"n": 1}),
     "masked_fill": Sample((Arg((2, 3)), _MASK, Arg(()))),
     "binary_cross_entropy": Sample((Arg((2, 3), "prob"), Arg((2, 3), "prob"))),
+    "ctc_loss": Sample((Arg((5, 2, 3)), np.array([[1, 1], [2, 0]]), np.array([5, 4]), np.array([2, 1])),
+                       {"blank": 0, "zero_infinity": False}),
     # unary elementwise outside the default domain
     "log": unary("pos"), "log2": unary("pos"), "log10": unary("pos"), "log1p": unary("pos"),
     "sqrt": unary("pos"), "rsqrt": unary("pos"), "lgamma": unary("pos"), "digamma": unary("pos"),

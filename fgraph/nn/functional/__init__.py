@@ -14,3 +14,7 @@ from fgraph.nn.functional.multihead import *  # noqa: F401,F403
 from fgraph.nn.functional.conv import *  # noqa: F401,F403
 from fgraph.nn.functional.pooling import *  # noqa: F401,F403
 from fgraph.nn.functional.sampling import *  # noqa: F401,F403
+from fgraph.nn.functional.activation_more import *  # noqa: F401,F403
+from fgraph.nn.functional.activation_random import *  # noqa: F401,F403
+from fgraph.nn.functional.loss_more import *  # noqa: F401,F403
+from fgraph.nn.functional.ctc import *  # noqa: F401,F403

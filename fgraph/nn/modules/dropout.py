@@ -27,7 +27,7 @@ from fgraph.nn import functional as F
 from fgraph.nn.modules.module import Module
 from fgraph.tensor import Tensor
 
-__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"]
 
 
 class _DropoutNd(Module):
@@ -99,3 +99,30 @@ class Dropout3d(_DropoutNd):
 
     def forward(self, input: Tensor, *, key: Any = None) -> Tensor:
         return F.dropout3d(input, self.p, self.training, key=key)
+
+
+class AlphaDropout(_DropoutNd):
+    """Dropout for SELU networks: keeps zero mean and unit variance (``F.alpha_dropout``), in training only.
+
+    Example:
+        >>> import fgraph as fg, jax
+        >>> y = fg.nn.AlphaDropout(0.2)(fg.randn(20000, key=jax.random.PRNGKey(1)), key=jax.random.PRNGKey(0))
+        >>> abs(y.mean().item()) < 0.05, abs(y.std().item() - 1) < 0.05
+        (True, True)
+    """
+
+    def forward(self, input: Tensor, *, key: Any = None) -> Tensor:
+        return F.alpha_dropout(input, self.p, self.training, key=key)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """:class:`AlphaDropout` of whole channels of an ``(N, C, ...)`` input (``F.feature_alpha_dropout``).
+
+    Example:
+        >>> import fgraph as fg
+        >>> fg.nn.FeatureAlphaDropout(0.5).eval()(fg.ones(2, 3, 4)).shape
+        (2, 3, 4)
+    """
+
+    def forward(self, input: Tensor, *, key: Any = None) -> Tensor:
+        return F.feature_alpha_dropout(input, self.p, self.training, key=key)
