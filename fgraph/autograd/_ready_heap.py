@@ -18,6 +18,7 @@ from fgraph.autograd._hook_calls import call_post_hooks, call_pre_hooks, call_te
 from fgraph.autograd.grad_mode import _GRAD_ENABLED
 from fgraph.autograd.graph import AccumulateGrad, GraphRoot, Node
 from fgraph.errors import GradError
+from fgraph.lazy._state import LAZY
 from fgraph.tensor import Tensor, _wrap
 
 #: Gradients summed by one kernel call (at most this many are held per node input).
@@ -209,7 +210,9 @@ def _sum_grads(grads: list) -> Tensor:
                 for g in grads[1:]:
                     total = _accumulate_buffer(total, g)
                 return total
-    return _wrap(_sum_kernel(*[g.data for g in grads]))
+    arrays = [g.data for g in grads]
+    lazy = LAZY.get()
+    return _wrap(_sum_kernel(*arrays) if lazy is None else lazy.call(_sum_kernel, arrays))
 
 
 def _accumulate_buffer(prev: Tensor, g: Tensor) -> Tensor:
