@@ -14,3 +14,4 @@ from fgraph.nn.functional.multihead import *  # noqa: F401,F403
 from fgraph.nn.functional.conv import *  # noqa: F401,F403
 from fgraph.nn.functional.pooling import *  # noqa: F401,F403
 from fgraph.nn.functional.sampling import *  # noqa: F401,F403
+from fgraph.nn.functional.vision import *  # noqa: F401,F403
