@@ -26,6 +26,7 @@ import itertools
 import warnings
 from typing import Optional, Sequence
 
+import jax.numpy as jnp
 import numpy as np
 
 from fgraph.errors import OpError
@@ -33,11 +34,12 @@ from fgraph.nn.functional._conv_primitive import conv_general
 from fgraph.nn.functional._pool_primitives import take_last
 from fgraph.nn.functional._utils import IntOrTuple, check_float, check_tensor, int_tuple
 from fgraph.nn.functional.conv import conv_transpose2d
-from fgraph.ops.elementwise import (abs as _abs, add, clamp, eq, ge, logical_and, lt, mul, sub, where)
+from fgraph.ops._declare import apply_op, declare
+from fgraph.ops.elementwise import abs as _abs, add, clamp, eq, mul, sub, where
 from fgraph.ops.elementwise_math import fmod, remainder
 from fgraph.ops.linalg import matmul
 from fgraph.ops.reduction import sum as _sum
-from fgraph.ops.rounding import floor, round as _round
+from fgraph.ops.rounding import floor
 from fgraph.ops.shape import expand, permute, reshape, stack, squeeze, transpose, unsqueeze
 from fgraph.tensor import Tensor, tensor
 
@@ -241,6 +243,29 @@ def affine_grid(theta: Tensor, size: Sequence[int], align_corners: Optional[bool
     return reshape(matmul(base, transpose(theta, 1, 2)), (size[0],) + spatial + (n,))
 
 
+def _corners_forward(coords, *, spatial, nearest):
+    """``(2, N, K * P)`` int32 from source coordinates ``(n, N, P)``: row 0 the flat input index of each of the
+    ``K`` corners (nearest: one) of every point (clamped into range), row 1 whether the corner is inside."""
+    n = len(spatial)
+    base = jnp.round(coords) if nearest else jnp.floor(coords)  # round: half to even, as torch's nearbyint
+    strides = [int(np.prod(spatial[a + 1:])) for a in range(n)]
+    offsets = [(0,) * n] if nearest else list(itertools.product((0, 1), repeat=n))
+    flats, oks = [], []
+    for off in offsets:
+        flat, ok = 0, True
+        for a in range(n):
+            pos = base[a] + off[a]
+            ok = ok & (pos >= 0) & (pos <= spatial[a] - 1)
+            flat = flat + jnp.clip(pos, 0, spatial[a] - 1).astype(jnp.int32) * strides[a]
+        flats.append(flat)
+        oks.append(ok.astype(jnp.int32))
+    return jnp.stack([jnp.concatenate(flats, -1), jnp.concatenate(oks, -1)])
+
+
+GRID_CORNERS = declare("grid_sample_corners", _corners_forward, None, params=("spatial", "nearest"),
+                       differentiable=False)
+
+
 def _reflect(coord: Tensor, twice_low: int, twice_high: int) -> Tensor:
     """torch's ``reflect_coordinates``: reflect ``coord`` about ``twice_low / 2`` and ``twice_high / 2``."""
     if twice_low == twice_high:
@@ -298,31 +323,24 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
     flat_grid = reshape(grid, (batch, points, n))
     # spatial dim a (D, H, W order) reads grid component n - 1 - a (x is the width)
     coords = [_source_coord(flat_grid[:, :, n - 1 - a], spatial[a], align, padding_mode) for a in range(n)]
-    strides = [int(np.prod(spatial[a + 1:])) for a in range(n)]
-    if mode == "nearest":
-        taps = [[(_round(c), None)] for c in coords]
+    nearest = mode == "nearest"
+    # flat (clamped) input index and validity of every corner: integer bookkeeping in one kernel
+    table = apply_op(GRID_CORNERS, (stack(coords, 0),), GRID_CORNERS.Params(spatial, nearest))
+    k = 1 if nearest else 2 ** n
+    if nearest:  # constant weights; the grid's gradient is zero, as in torch
+        weights = add(mul(flat_grid[:, :, 0], 0.0), 1.0)
     else:
-        taps = []
-        for c in coords:
-            c0 = floor(c)
-            frac = sub(c, c0)
-            taps.append([(c0, sub(1.0, frac)), (add(c0, 1.0), frac)])
-    indices, weights = [], []
-    for corner in itertools.product(*taps):
-        valid, flat, weight = None, None, None
-        for a, (pos, w) in enumerate(corner):
-            inside = logical_and(ge(pos, 0.0), lt(pos, float(spatial[a])))
-            valid = inside if valid is None else logical_and(valid, inside)
-            term = mul(clamp(pos, 0.0, spatial[a] - 1.0).long(), strides[a])
-            flat = term if flat is None else add(flat, term)
-            if w is not None:
-                weight = w if weight is None else mul(weight, w)
-        zero = mul(flat_grid[:, :, 0], 0.0)
-        weights.append(where(valid, weight if weight is not None else add(zero, 1.0), zero))
-        indices.append(flat)
-    k = len(indices)
-    idx = reshape(stack(indices, 1), (batch, 1, k * points))
+        fracs = [sub(c, floor(c)) for c in coords]
+        taps = [(sub(1.0, f), f) for f in fracs]
+        corner_weights = []
+        for corner in itertools.product(*taps):
+            w = corner[0]
+            for other in corner[1:]:
+                w = mul(w, other)
+            corner_weights.append(w)
+        weights = reshape(stack(corner_weights, 1), (batch, k * points))
+    weights = where(eq(table[1], 1), weights, 0.0)
     values = take_last(reshape(input, (batch, channels, int(np.prod(spatial)))),
-                       expand(idx, (batch, channels, k * points)))
-    blended = mul(reshape(values, (batch, channels, k, points)), unsqueeze(stack(weights, 1), 1))
+                       expand(unsqueeze(table[0], 1), (batch, channels, k * points)))
+    blended = mul(reshape(values, (batch, channels, k, points)), reshape(weights, (batch, 1, k, points)))
     return reshape(_sum(blended, 2), (batch, channels) + out_spatial)
