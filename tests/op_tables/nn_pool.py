@@ -4,6 +4,8 @@ Max-pool references slice every window and take the value at ``jnp.argmax`` (fir
 maximum, like torch, so draws with ties agree); average pooling uses
 ``jax.lax.reduce_window`` sums divided by a window count computed the same way on
 ones. Adaptive pools slice torch's windows ``[floor(i*L/o), ceil((i+1)*L/o))``.
+``lp_pool`` follows torch's definition on top of the average-pool reference:
+``(sign(m) * relu(|m|) * window size) ** (1/p)`` of the window mean ``m`` of ``x**p``.
 Every op has second derivatives (max pooling: gather -> scatter-add -> gather):
 FIRST_ORDER_ONLY is empty.
 """
@@ -14,7 +16,7 @@ import jax
 import jax.numpy as jnp
 
 import fgraph.nn.functional as F
-from op_harness import REAL, Case, OpEntry, cases
+from op_harness import POSITIVE, REAL, Case, OpEntry, cases
 
 
 def _tup(v, n):
@@ -98,6 +100,12 @@ def _avg_pool_ref(x, *, kernel_size, stride=None, padding=0, ceil_mode=False, co
     return total / count.astype(x.dtype)
 
 
+def _lp_pool_ref(x, *, norm_type, kernel_size, stride=None, ceil_mode=False):
+    m = _avg_pool_ref(x ** norm_type, kernel_size=kernel_size, stride=stride, ceil_mode=ceil_mode)
+    size = math.prod(_tup(kernel_size, x.ndim - 2))
+    return (jnp.sign(m) * jax.nn.relu(jnp.abs(m)) * size) ** (1.0 / norm_type)
+
+
 TABLE = [
     OpEntry("max_pool1d", F.max_pool1d, _max_pool_ref, 1, cases(
         Case(((1, 2, 5),), dict(kernel_size=2)),
@@ -123,6 +131,20 @@ TABLE = [
     OpEntry("adaptive_max_pool2d", F.adaptive_max_pool2d, _adaptive_max_ref, 1, cases(
         Case(((1, 2, 5, 3),), dict(output_size=(3, 2))),
     ), REAL, max_examples=3),
+    OpEntry("max_pool3d", F.max_pool3d, _max_pool_ref, 1, cases(
+        Case(((1, 1, 2, 4, 3),), dict(kernel_size=2, stride=(1, 2, 2), padding=(1, 0, 1), ceil_mode=True,
+                                      dilation=(1, 2, 1))),
+    ), REAL, max_examples=2),
+    OpEntry("avg_pool3d", F.avg_pool3d, _avg_pool_ref, 1, cases(
+        Case(((1, 2, 3, 4, 3),), dict(kernel_size=2, stride=(1, 2, 1), padding=(1, 0, 1))),
+        Case(((1, 1, 2, 3, 4),), dict(kernel_size=2, stride=1, divisor_override=5)),
+    ), REAL, max_examples=2),
+    OpEntry("adaptive_avg_pool3d", F.adaptive_avg_pool3d, _adaptive_avg_ref, 1, cases(
+        Case(((1, 1, 3, 4, 2),), dict(output_size=(2, 3, 1))),
+    ), REAL, max_examples=2),
+    OpEntry("lp_pool2d", F.lp_pool2d, _lp_pool_ref, 1, cases(
+        Case(((1, 2, 3, 4),), dict(norm_type=1.5, kernel_size=(2, 3), stride=2, ceil_mode=True)),
+    ), POSITIVE, max_examples=2),
 ]
 
 FIRST_ORDER_ONLY: dict = {}

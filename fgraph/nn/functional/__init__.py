@@ -18,3 +18,4 @@ from fgraph.nn.functional.activation_more import *  # noqa: F401,F403
 from fgraph.nn.functional.activation_random import *  # noqa: F401,F403
 from fgraph.nn.functional.loss_more import *  # noqa: F401,F403
 from fgraph.nn.functional.ctc import *  # noqa: F401,F403
+from fgraph.nn.functional.vision import *  # noqa: F401,F403

@@ -20,9 +20,11 @@ from typing import Optional, Sequence, Union
 
 from fgraph.errors import OpError
 from fgraph.nn.functional._utils import check_float, check_tensor
-from fgraph.ops.elementwise import add, mul, sub
+from fgraph.nn.functional.pooling import avg_pool2d
+from fgraph.ops.elementwise import add, div, mul, pow, sub
 from fgraph.ops.elementwise_math import rsqrt
 from fgraph.ops.reduction import mean, var
+from fgraph.ops.padding import pad
 from fgraph.ops.shape import reshape
 from fgraph.tensor import Tensor
 
@@ -33,6 +35,7 @@ __all__ = [
     "instance_norm",
     "batch_norm",
     "batch_norm_running_stats",
+    "local_response_norm",
 ]
 
 TENSOR_METHODS: dict = {}
@@ -235,3 +238,26 @@ def batch_norm_running_stats(input: Tensor, running_mean: Tensor, running_var: T
     new_mean = add(mul(running_mean, 1.0 - momentum), mul(bm, momentum))
     new_var = add(mul(running_var, 1.0 - momentum), mul(bv, momentum))
     return new_mean, new_var
+
+
+def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> Tensor:
+    """Divide each channel of ``(N, C, *)`` by ``(k + alpha * mean of x**2 over `size` neighbouring channels)
+    ** beta`` (the window is zero-padded by ``size // 2`` before and ``(size - 1) // 2`` after, as torch).
+
+    >>> import fgraph as fg, fgraph.nn.functional as F
+    >>> F.local_response_norm(fg.tensor([[[2.0], [0.0]]]), 2, alpha=1.0, beta=1.0, k=0.0).tolist()
+    [[[1.0], [0.0]]]
+    """
+    op = "local_response_norm"
+    check_float(input, op)
+    if input.ndim < 3:
+        raise OpError(f"{op}: expected a 3-D or higher input (N, C, *), got shape {tuple(input.shape)}.")
+    if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
+        raise OpError(f"{op}: size must be a positive int (the number of channels to sum over), got {size!r}.")
+    if _prod(input.shape) == 0:
+        return input
+    n, c = input.shape[0], input.shape[1]
+    sq = reshape(mul(input, input), (n, 1, c, _prod(input.shape[2:])))
+    window = avg_pool2d(pad(sq, (0, 0, size // 2, (size - 1) // 2)), (size, 1), 1)
+    scale = pow(add(mul(reshape(window, tuple(input.shape)), alpha), k), beta)
+    return div(input, scale)

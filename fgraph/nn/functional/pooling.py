@@ -6,7 +6,8 @@ gradient a gather (:mod:`fgraph.nn.functional._pool_primitives`), so every order
 derivative works. The window tables are built from static shapes only. Average
 pooling is a convolution with a ones kernel (the differentiable convolution
 primitive) divided by a static divisor; adaptive average pooling multiplies by static
-averaging matrices. ``return_indices`` gives torch's flat per-channel input indices.
+averaging matrices. Power-average (``lp_pool``) pooling is torch's composite of
+average pooling. ``return_indices`` gives torch's flat per-channel input indices.
 
 Example:
     >>> import fgraph as fg
@@ -28,7 +29,8 @@ from fgraph.errors import OpError
 from fgraph.nn.functional._conv_primitive import conv_general
 from fgraph.nn.functional._pool_primitives import take_last, window_argmax
 from fgraph.nn.functional._utils import IntOrTuple, check_float, int_tuple
-from fgraph.ops.elementwise import mul
+from fgraph.nn.functional.sampling import _resample_dim
+from fgraph.ops.elementwise import abs as _abs, mul, pow, relu, sign
 from fgraph.ops.linalg import matmul
 from fgraph.ops.shape import reshape, squeeze, unsqueeze
 from fgraph.tensor import Tensor, tensor
@@ -42,6 +44,13 @@ __all__ = [
     "adaptive_avg_pool2d",
     "adaptive_max_pool1d",
     "adaptive_max_pool2d",
+    "max_pool3d",
+    "avg_pool3d",
+    "adaptive_avg_pool3d",
+    "adaptive_max_pool3d",
+    "lp_pool1d",
+    "lp_pool2d",
+    "lp_pool3d",
 ]
 
 TENSOR_METHODS: dict = {}
@@ -311,3 +320,100 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     ah = tensor(_avg_matrix(input.shape[-2], oh), dtype=input.dtype)
     aw = tensor(_avg_matrix(input.shape[-1], ow).T, dtype=input.dtype)
     return matmul(matmul(ah, input), aw)
+
+
+def max_pool3d(input: Tensor, kernel_size: IntOrTuple, stride: Optional[IntOrTuple] = None, padding: IntOrTuple = 0,
+               dilation: IntOrTuple = 1, ceil_mode: bool = False, return_indices: bool = False):
+    """Max over sliding windows of ``(N, C, D, H, W)`` or ``(C, D, H, W)``.
+
+    >>> import fgraph as fg, fgraph.nn.functional as F
+    >>> out, idx = F.max_pool3d(fg.arange(8.0).reshape(1, 1, 2, 2, 2), 2, return_indices=True)
+    >>> out.tolist(), idx.tolist()
+    ([[[[[7.0]]]]], [[[[[7]]]]])
+    """
+    return _max_pool("max_pool3d", 3, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def avg_pool3d(input: Tensor, kernel_size: IntOrTuple, stride: Optional[IntOrTuple] = None, padding: IntOrTuple = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: Optional[int] = None) -> Tensor:
+    """Mean over sliding windows of ``(N, C, D, H, W)``; ``divisor_override`` replaces the window size.
+
+    >>> import fgraph as fg, fgraph.nn.functional as F
+    >>> F.avg_pool3d(fg.arange(8.0).reshape(1, 1, 2, 2, 2), 2).tolist()
+    [[[[[3.5]]]]]
+    """
+    return _avg_pool("avg_pool3d", 3, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override)
+
+
+def adaptive_max_pool3d(input: Tensor, output_size, return_indices: bool = False):
+    """Adaptive max pooling of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` to ``output_size``.
+
+    >>> import fgraph as fg, fgraph.nn.functional as F
+    >>> F.adaptive_max_pool3d(fg.arange(8.0).reshape(1, 1, 2, 2, 2), (1, 1, 2)).tolist()
+    [[[[[6.0, 7.0]]]]]
+    """
+    return _adaptive_max("adaptive_max_pool3d", 3, input, output_size, return_indices)
+
+
+def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
+    """Adaptive average pooling of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` to ``output_size`` (an int, a
+    triple; None keeps a dim): a static averaging matrix along each spatial dim.
+
+    >>> import fgraph as fg, fgraph.nn.functional as F
+    >>> F.adaptive_avg_pool3d(fg.arange(8.0).reshape(1, 1, 2, 2, 2), (1, 1, 2)).tolist()
+    [[[[[3.0, 4.0]]]]]
+    """
+    check_float(input, "adaptive_avg_pool3d")
+    sizes = _adaptive_sizes("adaptive_avg_pool3d", 3, input, output_size)
+    out = input
+    for axis in (-1, -2, -3):
+        L, o = input.shape[axis], sizes[axis]
+        if L != o:
+            out = _resample_dim(out, input.ndim + axis, _avg_matrix(L, o))
+    return out
+
+
+def _lp_pool(op, n, input, norm_type, kernel_size, stride, ceil_mode):
+    check_float(input, op)
+    if isinstance(norm_type, bool) or not isinstance(norm_type, (int, float)):
+        raise OpError(f"{op}: norm_type must be a number (the p of the p-norm), got {norm_type!r}.")
+    k = int_tuple(kernel_size, n, op, "kernel_size")
+    pool = {1: avg_pool1d, 2: avg_pool2d, 3: avg_pool3d}[n]
+    out = pool(pow(input, norm_type), k, stride, 0, ceil_mode)
+    # torch's formula: the window mean times the window size (a partial ceil_mode window keeps its smaller divisor)
+    return pow(mul(mul(sign(out), relu(_abs(out))), float(np.prod(k))), 1.0 / norm_type)
+
+
+def lp_pool1d(input: Tensor, norm_type: float, kernel_size: int, stride: Optional[IntOrTuple] = None,
+              ceil_mode: bool = False) -> Tensor:
+    """Power-average pooling ``(sum over the window of x**p) ** (1/p)`` of ``(N, C, L)``.
+
+    >>> import fgraph as fg, fgraph.nn.functional as F
+    >>> F.lp_pool1d(fg.tensor([[[3.0, 4.0, 1.0]]]), 2, 2).tolist()
+    [[[5.0]]]
+    """
+    return _lp_pool("lp_pool1d", 1, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool2d(input: Tensor, norm_type: float, kernel_size: IntOrTuple, stride: Optional[IntOrTuple] = None,
+              ceil_mode: bool = False) -> Tensor:
+    """Power-average pooling of ``(N, C, H, W)`` (``norm_type=inf`` is not special-cased, as in torch).
+
+    >>> import fgraph as fg, fgraph.nn.functional as F
+    >>> F.lp_pool2d(fg.tensor([[[[1.0, 1.0], [1.0, 1.0]]]]), 2, 2).tolist()
+    [[[[2.0]]]]
+    """
+    return _lp_pool("lp_pool2d", 2, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool3d(input: Tensor, norm_type: float, kernel_size: IntOrTuple, stride: Optional[IntOrTuple] = None,
+              ceil_mode: bool = False) -> Tensor:
+    """Power-average pooling of ``(N, C, D, H, W)``.
+
+    >>> import fgraph as fg, fgraph.nn.functional as F
+    >>> F.lp_pool3d(fg.ones(1, 1, 2, 2, 2), 1, 2).tolist()
+    [[[[[8.0]]]]]
+    """
+    return _lp_pool("lp_pool3d", 3, input, norm_type, kernel_size, stride, ceil_mode)

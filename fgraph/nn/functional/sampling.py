@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from typing import Optional, Sequence, Union
 
 import numpy as np
@@ -31,7 +32,7 @@ from fgraph.ops.linalg import matmul
 from fgraph.ops.shape import reshape
 from fgraph.tensor import Tensor, tensor
 
-__all__ = ["interpolate"]
+__all__ = ["interpolate", "upsample"]
 
 TENSOR_METHODS: dict = {}
 
@@ -189,3 +190,18 @@ def interpolate(input: Tensor, size: Optional[Union[int, Sequence[int]]] = None,
             continue  # torch copies a dim whose size does not change
         out = _resample_dim(out, axis + 2, _matrix(mode, L, o, scales[axis], bool(align_corners), double, n == 2))
     return out
+
+
+def upsample(input: Tensor, size: Optional[Union[int, Sequence[int]]] = None,
+             scale_factor: Optional[Union[float, Sequence[float]]] = None, mode: str = "nearest",
+             align_corners: Optional[bool] = None) -> Tensor:
+    """Torch's deprecated alias of :func:`interpolate` (it warns, as torch does).
+
+    >>> import warnings, fgraph as fg, fgraph.nn.functional as F
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     F.upsample(fg.tensor([[[1.0, 2.0]]]), scale_factor=2).tolist()
+    [[[1.0, 1.0, 2.0, 2.0]]]
+    """
+    warnings.warn("nn.functional.upsample is deprecated. Use nn.functional.interpolate instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)

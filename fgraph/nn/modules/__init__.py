@@ -8,6 +8,7 @@ from fgraph.nn.modules.flatten import *  # noqa: F401,F403
 from fgraph.nn.modules.conv import *  # noqa: F401,F403
 from fgraph.nn.modules.pooling import *  # noqa: F401,F403
 from fgraph.nn.modules.upsampling import *  # noqa: F401,F403
+from fgraph.nn.modules.vision import *  # noqa: F401,F403
 from fgraph.nn.modules.batchnorm import *  # noqa: F401,F403
 from fgraph.nn.modules.normalization import *  # noqa: F401,F403
 from fgraph.nn.modules.instancenorm import *  # noqa: F401,F403

@@ -1,4 +1,5 @@
-"""Normalization layers over features: ``LayerNorm``, ``GroupNorm``, ``RMSNorm`` (PyTorch's arguments and reprs).
+"""Normalization layers over features: ``LayerNorm``, ``GroupNorm``, ``RMSNorm``, ``LocalResponseNorm``
+(PyTorch's arguments and reprs).
 
 They have no running statistics, so train and eval mode compute the same thing.
 ``weight`` starts at ones and ``bias`` at zeros, as in PyTorch.
@@ -22,7 +23,7 @@ from fgraph.nn.modules._factory import check_positive_int, empty_parameter, regi
 from fgraph.nn.modules.module import Module
 from fgraph.tensor import Tensor
 
-__all__ = ["LayerNorm", "GroupNorm", "RMSNorm"]
+__all__ = ["LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm"]
 
 Shape = Union[int, Sequence[int]]
 
@@ -154,3 +155,28 @@ class RMSNorm(Module):
 
     def extra_repr(self) -> str:
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+class LocalResponseNorm(Module):
+    """Normalise each channel of ``(N, C, *)`` by the mean square of ``size`` neighbouring channels:
+    ``x / (k + alpha * mean(x**2)) ** beta`` (see :func:`fgraph.nn.functional.local_response_norm`).
+
+    Example:
+        >>> import fgraph as fg
+        >>> lrn = fg.nn.LocalResponseNorm(2)
+        >>> lrn, lrn(fg.ones(1, 3, 4)).shape
+        (LocalResponseNorm(2, alpha=0.0001, beta=0.75, k=1.0), (1, 3, 4))
+    """
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
+        super().__init__()
+        self.size = check_positive_int(size, "size", "LocalResponseNorm")
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
