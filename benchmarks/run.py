@@ -25,6 +25,7 @@ import datetime
 import os
 import platform
 import resource
+import shlex
 import sys
 import time
 from typing import Optional
@@ -301,7 +302,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             rows[key] = result
         print(f"{key}: {time.perf_counter() - wall:.1f} s wall, {time.process_time() + _children_cpu() - cpu:.1f} s cpu",
               file=sys.stderr, flush=True)
-    command = "python -m benchmarks " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python -m benchmarks " + shlex.join(argv if argv is not None else sys.argv[1:])
     text = report(rows, fresh_raw, args.quick, command.strip(), args.note)
     print(text)
     if args.write:
