@@ -91,7 +91,7 @@ def run(quick: bool) -> int:
 
 def main(argv: Optional[list[str]] = None) -> int:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from overhead import cli
+    from timing import cli
 
     return cli(run, __doc__, argv)
 

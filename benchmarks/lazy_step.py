@@ -34,7 +34,7 @@ import numpy as np
 import fgraph as fg
 from fgraph.lazy import active_recorder
 from optim_step import BATCH, LR, SIZES, build, check_same, fgraph_step, jax_step, train_step
-from overhead import _block, cli, measure_all, model_batch, thread_settings
+from timing import block as _block, cli, measure_all, model_batch, thread_settings
 
 CHAIN_OPS = 200
 BUDGET = 1.3  # lazy step / compiled step

@@ -10,8 +10,11 @@ Adam update (lr 1e-3, torch's defaults otherwise).
   issue's budget: at most 1.1x jax.jit);
 * **PyTorch eager**: the same model and ``torch.optim.Adam`` (``zero_grad``, ``backward``,
   ``step``), when torch is installed;
-* **jax.jit (pure JAX)**: the same step written in JAX (forward, ``jax.grad``, Adam's
-  formulas) compiled into one XLA program: the floor, not a peer for eager code.
+* **jax.jit (pure JAX)**: the same step written in JAX (forward, ``jax.value_and_grad``,
+  Adam's formulas) compiled into one XLA program: the floor, not a peer for eager code.
+
+The builders take the model as an argument (``build``, ``torch_build``, ``jax_logits``), so
+``cnn_step.py`` reuses them for a small CNN.
 
 All three start from the same weights and data; the first steps' parameters are
 checked to agree before anything is timed. Timing is ``overhead.py``'s: interleaved
@@ -30,7 +33,7 @@ import numpy as np
 import fgraph as fg
 import fgraph.nn.functional as F
 from fgraph import nn
-from overhead import _block, cli, measure_all, model_batch, thread_settings, torch
+from timing import block, cli, measure_all, model_batch, thread_settings, torch
 
 SIZES, BATCH, LR = (784, 256, 256, 10), 64, 1e-3
 BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
@@ -49,7 +52,25 @@ def train_step(model: nn.Module, opt: fg.optim.Optimizer, x: fg.Tensor, y: fg.Te
     return loss
 
 
-def fgraph_step(weights: dict, x: np.ndarray, y: np.ndarray, compiled: bool = False) -> tuple[Callable, Callable]:
+def torch_build() -> "torch.nn.Sequential":
+    layers: list = []
+    for fan_in, fan_out in zip(SIZES[:-1], SIZES[1:]):
+        layers += [torch.nn.Linear(fan_in, fan_out), torch.nn.ReLU()]
+    return torch.nn.Sequential(*layers[:-1])
+
+
+def jax_logits(params: list, x: jax.Array) -> jax.Array:
+    """The MLP in pure JAX, ``params`` in ``state_dict`` order."""
+    h = x
+    for i in range(0, len(params), 2):
+        h = h @ params[i].T + params[i + 1]
+        if i < len(params) - 2:
+            h = jax.nn.relu(h)
+    return h
+
+
+def fgraph_step(weights: dict, x: np.ndarray, y: np.ndarray, compiled: bool = False,
+                build: Callable[[], nn.Module] = build) -> tuple[Callable, Callable]:
     model = build()
     model.load_state_dict(weights)
     opt = fg.optim.Adam(model.parameters(), lr=LR)
@@ -58,16 +79,14 @@ def fgraph_step(weights: dict, x: np.ndarray, y: np.ndarray, compiled: bool = Fa
 
     def step():
         run_step(model, opt, tx, ty)
-        _block([p.data for p in opt.parameters()])
+        block([p.data for p in opt.parameters()])
 
     return step, lambda: [p.numpy() for p in model.parameters()]
 
 
-def torch_step(weights: dict, x: np.ndarray, y: np.ndarray) -> tuple[Callable, Callable]:
-    layers: list = []
-    for fan_in, fan_out in zip(SIZES[:-1], SIZES[1:]):
-        layers += [torch.nn.Linear(fan_in, fan_out), torch.nn.ReLU()]
-    model = torch.nn.Sequential(*layers[:-1])
+def torch_step(weights: dict, x: np.ndarray, y: np.ndarray,
+               build: Callable[[], object] = torch_build) -> tuple[Callable, Callable]:
+    model = build()
     model.load_state_dict({k: torch.tensor(v) for k, v in weights.items()})
     opt = torch.optim.Adam(model.parameters(), lr=LR)
     tx, ty = torch.tensor(x), torch.tensor(y)
@@ -80,36 +99,38 @@ def torch_step(weights: dict, x: np.ndarray, y: np.ndarray) -> tuple[Callable, C
     return step, lambda: [p.detach().numpy() for p in model.parameters()]
 
 
-def jax_step(weights: dict, x: np.ndarray, y: np.ndarray) -> tuple[Callable, Callable]:
+def jax_step(weights: dict, x: np.ndarray, y: np.ndarray, jit: bool = True,
+             logits: Callable = jax_logits) -> tuple[Callable, Callable]:
+    """``jax.value_and_grad`` of the cross-entropy of ``logits(params, x)`` and Adam's formulas.
+
+    ``jit=True``: one XLA program (the floor); ``jit=False``: op-by-op dispatch.
+    """
     names = list(weights)
     params = [jnp.asarray(weights[k]) for k in names]
     state = {"params": params, "m": [jnp.zeros_like(p) for p in params], "v": [jnp.zeros_like(p) for p in params],
-             "t": jnp.zeros((), jnp.float32)}
+             "t": jnp.zeros((), jnp.float32), "loss": jnp.zeros((), jnp.float32)}
     jx, jy = jnp.asarray(x), jnp.asarray(y)
 
     def loss_fn(params: list) -> jax.Array:
-        h = jx
-        for i in range(0, len(params), 2):
-            h = h @ params[i].T + params[i + 1]
-            if i < len(params) - 2:
-                h = jax.nn.relu(h)
-        logp = jax.nn.log_softmax(h, axis=-1)
+        logp = jax.nn.log_softmax(logits(params, jx), axis=-1)
         return -jnp.take_along_axis(logp, jy[:, None], axis=-1).mean()
 
-    @jax.jit
     def update(state: dict) -> dict:
-        grads = jax.grad(loss_fn)(state["params"])
+        loss, grads = jax.value_and_grad(loss_fn)(state["params"])
         t = state["t"] + 1
         m = [BETA1 * m + (1 - BETA1) * g for m, g in zip(state["m"], grads)]
         v = [BETA2 * v + (1 - BETA2) * g * g for v, g in zip(state["v"], grads)]
         step_size = LR / (1 - BETA1**t)
         root = jnp.sqrt(1 - BETA2**t)
         params = [p - step_size * mm / (jnp.sqrt(vv) / root + EPS) for p, mm, vv in zip(state["params"], m, v)]
-        return {"params": params, "m": m, "v": v, "t": t}
+        return {"params": params, "m": m, "v": v, "t": t, "loss": loss}
+
+    if jit:
+        update = jax.jit(update)
 
     def step():
         state.update(update(state))
-        _block(state["params"])
+        block(state["params"])
 
     return step, lambda: [np.asarray(p) for p in state["params"]]
 

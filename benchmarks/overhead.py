@@ -20,25 +20,15 @@ Run: ``python benchmarks/overhead.py`` (about a minute) or ``--quick`` (seconds)
 """
 from __future__ import annotations
 
-import argparse
-import gc
-import os
-import platform
-import statistics
 import sys
-import time
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 import fgraph as fg
-
-try:
-    import torch
-except ImportError:  # PyTorch is an optional peer
-    torch = None
+from timing import block, check_agreement, cli, measure_all, thread_settings, torch
 
 CHAIN_OPS = 200
 CHAIN_SIZE = 16
@@ -46,50 +36,6 @@ MLP_BATCH, MLP_SIZES = 64, (784, 256, 256, 10)
 
 # Budgets (fgraph / PyTorch eager), from the issue that introduced this script.
 BUDGETS = {"chain": 2.5, "mlp": 1.5}
-
-
-# -- timing -----------------------------------------------------------------------------------
-def _calibrate(fn: Callable[[], object], target_s: float, warmup: int = 3) -> int:
-    """Warm ``fn`` up; return how many calls make a batch of about ``target_s`` seconds."""
-    for _ in range(warmup):
-        fn()
-    fg.autograd.fusion.wait_for_compiles()  # fused programs compile in the background: time the steady state
-    t0 = time.perf_counter()
-    fn()
-    once = max(time.perf_counter() - t0, 1e-7)
-    return max(1, int(target_s / once))
-
-
-def _time_batch(fn: Callable[[], object], number: int) -> float:
-    """Seconds per call over one batch; the garbage collector is off inside it, as in ``timeit``."""
-    gc.collect()
-    gc.disable()
-    try:
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        return (time.perf_counter() - t0) / number
-    finally:
-        gc.enable()
-
-
-def measure_all(steps: dict, repeats: dict, target_s: float) -> dict:
-    """Median seconds per call for every peer.
-
-    Repeats are interleaved round-robin across the peers, so a burst of load from
-    elsewhere on the machine hits all of them alike and the ratios stay fair.
-    """
-    numbers = {peer: _calibrate(step, target_s) for peer, step in steps.items()}
-    samples: dict = {peer: [] for peer in steps}
-    for r in range(max(repeats.values())):
-        for peer, step in steps.items():
-            if r < repeats[peer]:
-                samples[peer].append(_time_batch(step, numbers[peer]))
-    return {peer: statistics.median(s) for peer, s in samples.items()}
-
-
-def _block(arrays) -> None:
-    jax.block_until_ready(arrays)
 
 
 # -- workload data (shared by every peer) -------------------------------------------------------
@@ -116,21 +62,12 @@ def mlp_data(rng: np.random.Generator) -> dict:
 MLP_PARAMS = [f"{k}{i}" for i in range(len(MLP_SIZES) - 1) for k in ("w", "b")]
 
 
-# The op sequence, written once over any array/tensor namespace: step i applies op i % 4.
-def model_batch(build: Callable[[], object], batch: int, n_in: int, n_classes: int) -> tuple[dict, np.ndarray, np.ndarray]:
-    """A seeded model's ``state_dict`` as NumPy arrays and one classification batch, shared by every peer."""
-    fg.manual_seed(0)
-    model = build()
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((batch, n_in)).astype(np.float32)
-    y = rng.integers(0, n_classes, batch)
-    return {k: v.numpy() for k, v in model.state_dict().items()}, x, y
-
-
-def chain_forward(x, c, d, sin, tanh):
+# The op sequence, written once over any array/tensor namespace: step i applies op
+# ``kinds[i]`` (by default i % 4, ``CHAIN_OPS`` steps): sin, tanh, mul by c, add d.
+def chain_forward(x, c, d, sin, tanh, kinds: Optional[Sequence[int]] = None):
     h = x
-    for i in range(CHAIN_OPS):
-        k = i % 4
+    for k in (range(CHAIN_OPS) if kinds is None else kinds):
+        k = k % 4
         if k == 0:
             h = sin(h)
         elif k == 1:
@@ -151,14 +88,17 @@ def mlp_forward(params: list, x, y, relu):
 
 
 # -- peers -----------------------------------------------------------------------------------
-def fgraph_chain(data: dict) -> Callable[[], object]:
-    x, c, d = (fg.tensor(data[k], requires_grad=True) for k in ("x", "c", "d"))
-    leaves = [x, c, d]
+def fgraph_chain(data: dict, compiled: bool = False) -> Callable[[], object]:
+    leaves = [fg.tensor(data[k], requires_grad=True) for k in ("x", "c", "d")]
+
+    def chain_grads(x: fg.Tensor, c: fg.Tensor, d: fg.Tensor) -> tuple:
+        return fg.grad(chain_forward(x, c, d, fg.sin, fg.tanh), [x, c, d])
+
+    run_grads = fg.compile(chain_grads) if compiled else chain_grads
 
     def step():
-        loss = chain_forward(x, c, d, fg.sin, fg.tanh)
-        grads = fg.grad(loss, leaves)
-        _block([g.data for g in grads])
+        grads = run_grads(*leaves)
+        block([g.data for g in grads])
         return grads
 
     return step
@@ -171,7 +111,7 @@ def fgraph_mlp(data: dict) -> Callable[[], object]:
     def step():
         loss = mlp_forward(params, x, y, fg.relu)
         grads = fg.grad(loss, params)
-        _block([g.data for g in grads])
+        block([g.data for g in grads])
         return grads
 
     return step
@@ -185,7 +125,7 @@ def jax_chain(data: dict, jit: bool) -> Callable[[], object]:
 
     def step():
         out = g(x, c, d)
-        _block(out)
+        block(out)
         return out
 
     return step
@@ -200,7 +140,7 @@ def jax_mlp(data: dict, jit: bool) -> Callable[[], object]:
 
     def step():
         out = g(params, x, y)
-        _block(out)
+        block(out)
         return out
 
     return step
@@ -230,53 +170,6 @@ def torch_mlp(data: dict) -> Callable[[], object]:
         return [p.grad for p in params]
 
     return step
-
-
-# -- agreement check (a benchmark of wrong gradients is worthless) -------------------------------
-def _as_numpy(values) -> list:
-    out = []
-    for v in values:
-        if isinstance(v, fg.Tensor):
-            v = v.data
-        elif torch is not None and isinstance(v, torch.Tensor):
-            v = v.detach().numpy()
-        out.append(np.asarray(v))
-    return out
-
-
-def check_agreement(name: str, steps: dict, reference: str = "jax.jit(jax.grad)") -> None:
-    expected = _as_numpy(steps[reference]())
-    for peer, step in steps.items():
-        got = _as_numpy(step())
-        for i, (a, b) in enumerate(zip(got, expected)):
-            if not np.allclose(a, b, rtol=1e-4, atol=1e-5):
-                raise SystemExit(
-                    f"{name}: {peer} gradient {i} disagrees with {reference} "
-                    f"(max abs diff {np.max(np.abs(a - b)):.3g}); refusing to time it."
-                )
-
-
-# -- report ----------------------------------------------------------------------------------
-def thread_settings() -> list[str]:
-    lines = [
-        f"python {platform.python_version()}, jax {jax.__version__} on {jax.default_backend()} "
-        f"({', '.join(str(d) for d in jax.devices())}), fgraph {fg.__version__}, numpy {np.__version__}",
-        f"cpus: os.cpu_count()={os.cpu_count()}, usable={len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'}",
-    ]
-    env = {k: os.environ[k] for k in ("XLA_FLAGS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-                                      "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE") if k in os.environ}
-    if hasattr(os, "getloadavg"):
-        load = os.getloadavg()[0]
-        note = "  (busy machine: expect noise; ratios are fairer than absolute times)" if load > 0.5 else ""
-        lines.append(f"load average (1 min) at start: {load:.2f}{note}")
-    lines.append("env: " + (", ".join(f"{k}={v}" for k, v in env.items()) or "no thread-related variables set"))
-    lines.append("jax/XLA CPU: default thread pool (one thread per usable core unless XLA_FLAGS says otherwise)")
-    if torch is not None:
-        lines.append(f"torch {torch.__version__}: num_threads={torch.get_num_threads()}, "
-                     f"num_interop_threads={torch.get_num_interop_threads()} (defaults, not changed)")
-    else:
-        lines.append("torch: not installed; the PyTorch column and the budget checks are skipped")
-    return lines
 
 
 def run(quick: bool) -> int:
@@ -331,13 +224,6 @@ def run(quick: bool) -> int:
     else:
         print(f"summary: {sum(verdicts)}/{len(verdicts)} budgets met")
     return 0
-
-
-def cli(run_benchmark: Callable[[bool], int], doc: str, argv: Optional[list[str]] = None) -> int:
-    """The benchmarks' command line: ``--quick`` for fewer, shorter repeats; returns ``run_benchmark(quick)``."""
-    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer, shorter repeats (a smoke run)")
-    return run_benchmark(parser.parse_args(argv).quick)
 
 
 def main(argv: Optional[list[str]] = None) -> int:

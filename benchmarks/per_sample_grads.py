@@ -30,7 +30,7 @@ import fgraph as fg
 import fgraph.nn.functional as F
 from fgraph import nn
 from fgraph.func import functional_call, grad, vmap
-from overhead import _block, cli, measure_all, model_batch, thread_settings, torch
+from timing import block, cli, measure_all, model_batch, thread_settings, torch
 
 SIZES, BATCH = (784, 256, 10), 64
 BUDGET = 5.0
@@ -56,7 +56,7 @@ def fgraph_vmap(weights: dict, x: np.ndarray, y: np.ndarray, compiled: bool = Fa
 
     def step():
         result["g"] = per_sample(params, tx, ty)
-        _block([g.data for g in result["g"].values()])
+        block([g.data for g in result["g"].values()])
 
     return step, lambda: [result["g"][k].numpy() for k in weights]
 
@@ -75,7 +75,7 @@ def fgraph_loop(weights: dict, x: np.ndarray, y: np.ndarray) -> tuple[Callable, 
             loss = F.cross_entropy(model(tx[i:i + 1]), ty[i:i + 1])
             rows.append(fg.grad(loss, params))
         result["g"] = [jnp.stack([r[j].data for r in rows]) for j in range(len(params))]
-        _block(result["g"])
+        block(result["g"])
 
     return step, lambda: [np.asarray(g) for g in result["g"]][:len(names)]
 
@@ -117,7 +117,7 @@ def jax_vmap(weights: dict, x: np.ndarray, y: np.ndarray, jit: bool) -> tuple[Ca
 
     def step():
         result["g"] = fn(params, jx, jy)
-        _block(result["g"])
+        block(result["g"])
 
     return step, lambda: [np.asarray(result["g"][k]) for k in names]
 
@@ -135,6 +135,21 @@ def check_same(peers: dict, reference: str) -> None:
                                  f"(shape {b.shape}); refusing to time it.")
 
 
+def all_peers(skip: tuple = ()) -> dict:
+    """Every peer, ``{name: (step, read_gradients)}``, from the same weights and batch; ``skip``: names left out."""
+    weights, x, y = model_batch(build, BATCH, SIZES[0], SIZES[-1])
+    makers = {
+        "fgraph vmap(grad)": lambda: fgraph_vmap(weights, x, y),
+        "fgraph compile(vmap(grad))": lambda: fgraph_vmap(weights, x, y, compiled=True),
+        "fgraph loop of fg.grad": lambda: fgraph_loop(weights, x, y),
+        "jax.jit(jax.vmap(grad))": lambda: jax_vmap(weights, x, y, jit=True),
+        "jax.vmap(jax.grad)": lambda: jax_vmap(weights, x, y, jit=False),
+    }
+    if torch is not None:
+        makers["torch.func vmap(grad)"] = lambda: torch_vmap(weights, x, y)
+    return {name: make() for name, make in makers.items() if name not in skip}
+
+
 def run(quick: bool) -> int:
     repeats, target = (3, 0.1) if quick else (9, 0.5)
     print(f"per-sample gradients: MLP {'->'.join(map(str, SIZES))}, batch {BATCH}, float32, relu, cross-entropy"
@@ -142,16 +157,7 @@ def run(quick: bool) -> int:
     for line in thread_settings():
         print("  " + line)
     print(f"  timing: median of {repeats} interleaved repeats, each a batch of calls lasting ~{target * 1e3:.0f} ms")
-    weights, x, y = model_batch(build, BATCH, SIZES[0], SIZES[-1])
-    peers = {
-        "fgraph vmap(grad)": fgraph_vmap(weights, x, y),
-        "fgraph compile(vmap(grad))": fgraph_vmap(weights, x, y, compiled=True),
-        "fgraph loop of fg.grad": fgraph_loop(weights, x, y),
-        "jax.jit(jax.vmap(grad))": jax_vmap(weights, x, y, jit=True),
-        "jax.vmap(jax.grad)": jax_vmap(weights, x, y, jit=False),
-    }
-    if torch is not None:
-        peers["torch.func vmap(grad)"] = torch_vmap(weights, x, y)
+    peers = all_peers()
     check_same(peers, "jax.jit(jax.vmap(grad))")
     times = measure_all({name: step for name, (step, _) in peers.items()}, {name: repeats for name in peers}, target)
     loop = times["fgraph loop of fg.grad"]

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import fgraph as fg
-from overhead import _block, check_agreement, cli, measure_all, thread_settings, torch
+from timing import block, check_agreement, cli, measure_all, thread_settings, torch
 
 HVP_SIZE = 64
 GRAPH_NODES = 10_000
@@ -46,14 +46,19 @@ def hvp_loss(x, w1, w2, tanh):
     return tanh(tanh(x @ w1) @ w2).sum()
 
 
-def fgraph_hvp(data: dict) -> Callable[[], object]:
+def fgraph_hvp(data: dict, compiled: bool = False) -> Callable[[], object]:
     x = fg.tensor(data["x"], requires_grad=True)
     v, w1, w2 = (fg.tensor(data[k]) for k in ("v", "w1", "w2"))
 
-    def step():
+    def product(x: fg.Tensor, v: fg.Tensor, w1: fg.Tensor, w2: fg.Tensor) -> fg.Tensor:
         (g,) = fg.grad(hvp_loss(x, w1, w2, fg.tanh), [x], create_graph=True)
-        (hv,) = fg.grad((g * v).sum(), [x])
-        _block(hv.data)
+        return fg.grad((g * v).sum(), [x])[0]
+
+    run_product = fg.compile(product) if compiled else product
+
+    def step():
+        hv = run_product(x, v, w1, w2)
+        block(hv.data)
         return [hv]
 
     return step
@@ -70,7 +75,7 @@ def jax_hvp(data: dict, jit: bool) -> Callable[[], object]:
 
     def step():
         hv = product(x, v)
-        _block(hv)
+        block(hv)
         return [hv]
 
     return step
@@ -110,7 +115,7 @@ def fgraph_graph(data: dict) -> Callable[[], object]:
 
     def step():
         grads = fg.grad(long_chain(*leaves, fg.sin, fg.tanh), leaves)
-        _block([g.data for g in grads])
+        block([g.data for g in grads])
         return grads
 
     return step

@@ -1,0 +1,164 @@
+"""Latency of differentiating a *fresh* graph structure: the notebook case, first and second time.
+
+A training loop differentiates one structure many times; a notebook user edits a cell and
+differentiates a new structure once or twice. This measures those calls. Each round draws a
+new 200-node structure (``overhead.py``'s elementwise chain on 16 floats, with a random
+sequence of sin, tanh, mul, add, so no cache has seen it) and times, per peer, the first
+and the second forward + backward of it:
+
+* **fgraph eager**: build the graph and ``fg.grad``; the second sighting of a structure is
+  when ``fgraph.autograd.fusion`` compiles it (``fusion.COMPILE_AFTER``);
+* **fgraph compiled**: a new ``fg.compile`` of the step (the first call traces and compiles);
+* **PyTorch eager**, **jax.jit** (a new jitted ``jax.grad``: the first call compiles) and
+  **un-jitted jax.grad**.
+
+The per-op kernels are compiled once beforehand (a warm-up structure, reported separately),
+so "fresh" means a new structure, not new kernels. The budget compares fgraph's
+``fg.grad`` calls alone (the forward excluded) with the same call node by node
+(``fusion.set_enabled(False)``, warm): no call may take longer than 3x that.
+Run: ``python benchmarks/fresh_structure.py [--quick]``.
+"""
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from typing import Callable, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import fgraph as fg
+from overhead import CHAIN_OPS, chain_data, chain_forward
+from timing import block, cli, thread_settings, torch
+
+BUDGET = 3.0
+PEERS = ("fgraph eager", "fgraph compiled", "PyTorch eager", "jax.jit(jax.grad)", "jax.grad (no jit)")
+
+
+def structure(seed: int) -> list:
+    """A random sequence of ``CHAIN_OPS`` op kinds (0 sin, 1 tanh, 2 mul, 3 add)."""
+    return np.random.default_rng(seed).integers(0, 4, CHAIN_OPS).tolist()
+
+
+def _timed(fn: Callable[[], object]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+class FgraphEager:
+    """fgraph's eager calls on one structure; keeps the ``fg.grad`` time of each call apart."""
+
+    def __init__(self, data: dict, kinds: list) -> None:
+        self.leaves = [fg.tensor(data[k], requires_grad=True) for k in ("x", "c", "d")]
+        self.kinds = kinds
+        self.grad_times: list = []
+
+    def __call__(self) -> tuple:
+        loss = chain_forward(*self.leaves, fg.sin, fg.tanh, kinds=self.kinds)
+        t0 = time.perf_counter()
+        grads = fg.grad(loss, self.leaves)
+        block([g.data for g in grads])
+        self.grad_times.append(time.perf_counter() - t0)
+        return grads
+
+
+def peer_call(peer: str, data: dict, kinds: list) -> Callable[[], object]:
+    """One peer's forward + backward of the structure ``kinds``, with fresh caches."""
+    if peer == "fgraph eager":
+        return FgraphEager(data, kinds)
+    if peer == "fgraph compiled":
+        leaves = [fg.tensor(data[k], requires_grad=True) for k in ("x", "c", "d")]
+
+        def grads_of(x: fg.Tensor, c: fg.Tensor, d: fg.Tensor) -> tuple:
+            return fg.grad(chain_forward(x, c, d, fg.sin, fg.tanh, kinds=kinds), [x, c, d])
+
+        compiled = fg.compile(grads_of)
+        return lambda: block([g.data for g in compiled(*leaves)])
+    if peer == "PyTorch eager":
+        leaves = [torch.tensor(data[k], requires_grad=True) for k in ("x", "c", "d")]
+        return lambda: torch.autograd.grad(chain_forward(*leaves, torch.sin, torch.tanh, kinds=kinds), leaves)
+    arrays = [jnp.asarray(data[k]) for k in ("x", "c", "d")]
+
+    def loss(x: jax.Array, c: jax.Array, d: jax.Array) -> jax.Array:
+        return chain_forward(x, c, d, jnp.sin, jnp.tanh, kinds=kinds)
+
+    g = jax.grad(loss, argnums=(0, 1, 2))
+    if peer == "jax.jit(jax.grad)":
+        g = jax.jit(g)
+    return lambda: block(g(*arrays))
+
+
+def node_by_node(data: dict, kinds: list, repeats: int) -> float:
+    """Median ``fg.grad`` time of the structure with fusion off, kernels warm."""
+    fg.autograd.fusion.set_enabled(False)
+    try:
+        call = FgraphEager(data, kinds)
+        for _ in range(repeats + 2):
+            call()
+        return statistics.median(call.grad_times[2:])
+    finally:
+        fg.autograd.fusion.set_enabled(True)
+
+
+def measure(rounds: int, repeats: int = 5, skip: tuple = ()) -> dict:
+    """Medians over ``rounds`` fresh structures, in seconds.
+
+    Returns ``{"first": {peer: t}, "second": {peer: t}, "grad_first", "grad_second",
+    "node_by_node", "cold"}``: the forward + backward calls per peer, fgraph's ``fg.grad``
+    calls alone, the node-by-node reference and the warm-up (first structure in the process).
+    ``skip``: peers left out.
+    """
+    data = chain_data(np.random.default_rng(0))
+    peers = [p for p in PEERS if (torch is not None or p != "PyTorch eager") and p not in skip]
+    cold = {}
+    for peer in peers:  # compile every per-op kernel once: the rounds measure structures, not kernels
+        call = peer_call(peer, data, structure(0))
+        cold[peer] = _timed(call)
+        call()
+    first: dict = {p: [] for p in peers}
+    second: dict = {p: [] for p in peers}
+    grad_first, grad_second, reference = [], [], []
+    for r in range(rounds):
+        for i, peer in enumerate(peers):  # a structure per round and peer: no peer sees another's
+            kinds = structure(1 + r * len(peers) + i)
+            call = peer_call(peer, data, kinds)
+            first[peer].append(_timed(call))
+            second[peer].append(_timed(call))
+            if peer == "fgraph eager":
+                grad_first.append(call.grad_times[0])
+                grad_second.append(call.grad_times[1])
+                reference.append(node_by_node(data, kinds, repeats))
+    med = statistics.median
+    return {"first": {p: med(t) for p, t in first.items()}, "second": {p: med(t) for p, t in second.items()},
+            "grad_first": med(grad_first), "grad_second": med(grad_second), "node_by_node": med(reference),
+            "cold": cold}
+
+
+def run(quick: bool) -> int:
+    rounds = 1 if quick else 5
+    print(f"fresh {CHAIN_OPS}-node structure, first and second differentiation (median of {rounds} structures)"
+          + (" (--quick)" if quick else ""))
+    for line in thread_settings():
+        print("  " + line)
+    result = measure(rounds)
+    print(f"  {'peer':<20} {'1st call ms':>12} {'2nd call ms':>12} {'cold ms':>10}")
+    for peer in result["first"]:
+        print(f"  {peer:<20} {result['first'][peer] * 1e3:12.1f} {result['second'][peer] * 1e3:12.1f} "
+              f"{result['cold'][peer] * 1e3:10.1f}")
+    nbn = result["node_by_node"]
+    worst = max(result["grad_first"], result["grad_second"]) / nbn
+    print(f"  fg.grad alone: 1st {result['grad_first'] * 1e3:.1f} ms, 2nd {result['grad_second'] * 1e3:.1f} ms, "
+          f"node by node {nbn * 1e3:.1f} ms -> worst {worst:.2f}x ({'PASS' if worst <= BUDGET else 'MISS'}, "
+          f"budget {BUDGET}x)")
+    return 0
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    return cli(run, __doc__, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,315 @@
+"""The benchmark suite: every reference workload, every peer, one table with ratios and budgets.
+
+``python -m benchmarks`` (or ``python benchmarks/run.py``) times, in one process, each
+workload of the other scripts here, with their builders and agreement checks:
+
+* per-op overhead (``overhead.py``), the MLP and CNN Adam steps (``optim_step.py``,
+  ``cnn_step.py``), the Hessian-vector product and the 10,000-node graph
+  (``second_order_and_scale.py``), the first and second differentiation of a fresh
+  200-node structure (``fresh_structure.py``), per-sample gradients
+  (``per_sample_grads.py``), and the peak memory of the MLP step and of the 10,000-node
+  graph (``memory.py``, one subprocess per workload and peer);
+* peers: fgraph eager, fgraph compiled (``fg.compile``), PyTorch eager (when installed),
+  ``jax.jit`` of the pure-JAX program and un-jitted ``jax.grad``; "n/a" where a peer does
+  not apply or is not installed.
+
+Options: ``--quick`` (a smoke run: one repeat, short batches, memory of fgraph eager only;
+the compiled and un-jitted peers of the MLP, CNN and per-sample workloads and the compiled
+and jax.jit fresh structures, whose compiles cost seconds, are left out), ``--write`` (also write ``benchmarks/RESULTS.md``), ``--note TEXT`` (a line for that file),
+``--device cpu|gpu`` (JAX's platform; by default JAX's default backend, which is labelled).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import resource
+import shlex
+import sys
+import time
+from typing import Optional
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:  # the scripts import each other by name, as when run one by one
+    sys.path.insert(0, HERE)
+
+E, C, T, J, N = "fgraph eager", "fgraph compiled", "PyTorch eager", "jax.jit", "jax.grad (no jit)"
+PEERS = (E, C, T, J, N)
+ROWS = {  # key: (label, unit, seconds -> unit factor)
+    "chain": ("per-op overhead: 200 elementwise ops on 16 floats, fwd+bwd", "µs/op", 1e6 / 200),
+    "mlp": ("MLP step: batch 64, 784→256→256→10, cross-entropy, Adam", "µs/step", 1e6),
+    "cnn": ("CNN step: batch 32, 1×28×28, two conv layers, cross-entropy, Adam", "µs/step", 1e6),
+    "hvp": ("Hessian-vector product (double backward), 64 floats, 64×64 weights", "µs", 1e6),
+    "graph10k": ("10,000-node graph: build + backward", "ms", 1e3),
+    "fresh1": ("fresh 200-node structure: 1st differentiation (fwd+bwd)", "ms", 1e3),
+    "fresh2": ("fresh 200-node structure: 2nd differentiation (fwd+bwd)", "ms", 1e3),
+    "per_sample": ("per-sample gradients: batch 64, MLP 784→256→10, fgraph.func vmap(grad)", "ms", 1e3),
+    "per_sample_loop": ("per-sample gradients by a Python loop of fg.grad", "ms", 1e3),
+    "mem_mlp": ("peak memory: MLP step", "MiB", 1.0),
+    "mem_graph10k": ("peak memory: 10,000-node graph", "MiB", 1.0),
+}
+
+
+def _time(steps: dict, names: dict, quick: bool, repeats: Optional[int] = None) -> dict:
+    """Seconds per call of each peer (``steps`` keyed by the script's names, ``names`` maps them to ours)."""
+    from timing import measure_all
+
+    reps = 1 if quick else (repeats or 7)
+    times = measure_all(steps, {p: reps for p in steps}, 0.02 if quick else 0.2, warmup=1 if quick else 3)
+    return {names[p]: t for p, t in times.items()}
+
+
+def chain(quick: bool) -> dict:
+    import numpy as np
+
+    import overhead as o
+    from timing import check_agreement, torch
+
+    data = o.chain_data(np.random.default_rng(0))
+    steps = {E: o.fgraph_chain(data), C: o.fgraph_chain(data, compiled=True), "jax.jit(jax.grad)": o.jax_chain(data, True),
+             N: o.jax_chain(data, False)}
+    if torch is not None:
+        steps[T] = o.torch_chain(data)
+    check_agreement("chain", steps)
+    return _time(steps, {**{p: p for p in PEERS}, "jax.jit(jax.grad)": J}, quick)
+
+
+def _adam_step(peers: dict, quick: bool) -> dict:
+    from optim_step import check_same
+
+    check_same(peers)
+    return _time({n: step for n, (step, _) in peers.items()}, {**{p: p for p in PEERS}, "jax.jit (pure JAX)": J},
+                 quick)
+
+
+def mlp(quick: bool) -> dict:
+    import optim_step as s
+    from timing import model_batch, torch
+
+    weights, x, y = model_batch(s.build, s.BATCH, s.SIZES[0], s.SIZES[-1])
+    peers = {E: s.fgraph_step(weights, x, y), "jax.jit (pure JAX)": s.jax_step(weights, x, y)}
+    if not quick:  # compiling the step, or its op-by-op kernels, costs seconds: the smoke run leaves them out
+        peers[C] = s.fgraph_step(weights, x, y, compiled=True)
+        peers[N] = s.jax_step(weights, x, y, jit=False)
+    if torch is not None:
+        peers[T] = s.torch_step(weights, x, y)
+    return _adam_step(peers, quick)
+
+
+def cnn(quick: bool) -> dict:
+    import cnn_step
+
+    return _adam_step(cnn_step.peers(skip=(C, N) if quick else ()), quick)
+
+
+def hvp(quick: bool) -> dict:
+    import numpy as np
+
+    import second_order_and_scale as s
+    from timing import check_agreement, torch
+
+    data = s.hvp_data(np.random.default_rng(0))
+    steps = {E: s.fgraph_hvp(data), C: s.fgraph_hvp(data, compiled=True), "jax.jit(jax.grad)": s.jax_hvp(data, True),
+             N: s.jax_hvp(data, False)}
+    if torch is not None:
+        steps[T] = s.torch_hvp(data)
+    check_agreement("hvp", steps)
+    return _time(steps, {**{p: p for p in PEERS}, "jax.jit(jax.grad)": J}, quick)
+
+
+def graph10k(quick: bool) -> dict:
+    import numpy as np
+
+    import second_order_and_scale as s
+    from timing import check_agreement, torch
+
+    steps = {E: s.fgraph_graph(s.graph_data(np.random.default_rng(0)))}
+    if torch is not None:
+        steps[T] = s.torch_graph(s.graph_data(np.random.default_rng(0)))
+        check_agreement("graph10k", steps, reference=T)
+    return _time(steps, {p: p for p in PEERS}, quick, repeats=3)
+
+
+def fresh(quick: bool) -> tuple[dict, dict, dict]:
+    import fresh_structure
+
+    r = fresh_structure.measure(rounds=1 if quick else 5, skip=(C, "jax.jit(jax.grad)") if quick else ())
+    names = {"jax.jit(jax.grad)": J}
+    first = {names.get(p, p): t for p, t in r["first"].items()}
+    second = {names.get(p, p): t for p, t in r["second"].items()}
+    return first, second, r
+
+
+def per_sample(quick: bool) -> tuple[dict, dict]:
+    import per_sample_grads as s
+
+    peers = s.all_peers(skip=("fgraph compile(vmap(grad))", "jax.vmap(jax.grad)") if quick else ())
+    s.check_same(peers, "jax.jit(jax.vmap(grad))")
+    names = {"fgraph vmap(grad)": E, "fgraph compile(vmap(grad))": C, "torch.func vmap(grad)": T,
+             "jax.jit(jax.vmap(grad))": J, "jax.vmap(jax.grad)": N, "fgraph loop of fg.grad": "loop"}
+    times = _time({n: step for n, (step, _) in peers.items()}, names, quick, repeats=5)
+    loop = times.pop("loop")
+    return times, {E: loop}
+
+
+def memory(quick: bool) -> dict:
+    import memory as m
+    from timing import torch
+
+    rows: dict = {}
+    notes = set()
+    for workload, peers in m.WORKLOADS.items():
+        row = rows.setdefault("mem_" + workload, {})
+        for peer in peers:
+            if (peer == T and torch is None) or (quick and peer != E):
+                continue
+            result = m.measure(workload, peer)
+            row[J if peer == "jax.jit(jax.grad)" else peer] = result["host_mib"]
+            notes.add(result["method"])
+            if "device_peak_mib" in result:
+                rows.setdefault("mem_device_" + workload, {})[peer] = result["device_peak_mib"]
+    rows["methods"] = sorted(notes)
+    return rows
+
+
+# -- the report --------------------------------------------------------------------------------------------
+def _fmt(value: Optional[float]) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:.3g}" if value < 100 else f"{value:.0f}"
+
+
+def _ratio(a: Optional[float], b: Optional[float]) -> str:
+    return "n/a" if a is None or b is None or b == 0 else f"{a / b:.2f}×"
+
+
+def budgets(rows: dict, fresh_raw: dict) -> list[tuple[str, str, str, str]]:
+    """``(what, measured, budget, verdict)`` for every budget of issue 13; "n/a" when a peer is missing."""
+    out = []
+
+    def check(what: str, measured: Optional[float], limit: float, at_most: bool, unit: str = "×") -> None:
+        if measured is None:
+            out.append((what, "n/a", ("≤ " if at_most else "≥ ") + f"{limit:g}{unit}", "n/a"))
+            return
+        ok = measured <= limit if at_most else measured >= limit
+        out.append((what, f"{measured:.2f}{unit}", ("≤ " if at_most else "≥ ") + f"{limit:g}{unit}",
+                    "PASS" if ok else "MISS"))
+
+    def ratio(row: str, a: str, b: str) -> Optional[float]:
+        x, y = rows[row].get(a), rows[row].get(b)
+        return None if x is None or y is None else x / y
+
+    check("per-op overhead: fgraph eager ÷ PyTorch eager", ratio("chain", E, T), 1.6, True)
+    mlp_row = rows["mlp"]
+    over = None if J not in mlp_row else (mlp_row[E] - mlp_row[J]) * 1e6
+    check("MLP step: fgraph eager − jax.jit (µs; ≤ 1.0× jax.jit + 100 µs)", over, 100, True, " µs")
+    check("MLP step: un-jitted jax.grad ÷ fgraph eager", ratio("mlp", N, E), 5, False)
+    check("MLP step: fgraph compiled ÷ jax.jit", ratio("mlp", C, J), 1.1, True)
+    check("CNN step: fgraph compiled ÷ jax.jit", ratio("cnn", C, J), 1.1, True)
+    check("HVP: fgraph eager ÷ PyTorch eager", ratio("hvp", E, T), 1.5, True)
+    check("10,000-node graph: fgraph eager ÷ PyTorch eager", ratio("graph10k", E, T), 2, True)
+    worst = max(fresh_raw["grad_first"], fresh_raw["grad_second"]) / fresh_raw["node_by_node"]
+    check("fresh 200-node structure: slowest fg.grad call ÷ node-by-node fg.grad", worst, 3, True)
+    loop = rows["per_sample_loop"][E]
+    check("per-sample gradients: loop of fg.grad ÷ fgraph vmap(grad)", loop / rows["per_sample"][E], 5, False)
+    return out
+
+
+def environment() -> list[str]:
+    import jax
+    import jaxlib
+
+    from timing import device_kind, torch, usable_cpus
+
+    torch_line = "not installed" if torch is None else f"{torch.__version__}, cpu, {torch.get_num_threads()} threads"
+    load = f"{os.getloadavg()[0]:.2f}" if hasattr(os, "getloadavg") else "?"
+    return [
+        f"- device: {device_kind()} (JAX default backend: {jax.default_backend()})",
+        f"- machine: {platform.platform()}, {platform.processor() or platform.machine()}, "
+        f"os.cpu_count()={os.cpu_count()}, usable cores {usable_cpus()}, load average at start {load}",
+        f"- python {platform.python_version()}, jax {jax.__version__}, jaxlib {jaxlib.__version__}, "
+        f"torch {torch_line}",
+        f"- date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
+    ]
+
+
+def table(rows: dict) -> list[str]:
+    lines = ["| workload | unit | " + " | ".join(PEERS) + " | eager ÷ PyTorch | eager ÷ jax.jit | compiled ÷ jax.jit |",
+             "|---|---|" + "---:|" * (len(PEERS) + 3)]
+    for key, (label, unit, scale) in ROWS.items():
+        row = {p: t * scale for p, t in rows[key].items()}
+        cells = [_fmt(row.get(p)) for p in PEERS]
+        lines.append(f"| {label} | {unit} | " + " | ".join(cells) + f" | {_ratio(row.get(E), row.get(T))} | "
+                     f"{_ratio(row.get(E), row.get(J))} | {_ratio(row.get(C), row.get(J))} |")
+    return lines
+
+
+def report(rows: dict, fresh_raw: dict, quick: bool, command: str, note: Optional[str]) -> str:
+    out = ["# fgraph benchmark results", ""]
+    if note:
+        out += [f"**{note}**", ""]
+    out += [f"Command: `{command}`" + (" (smoke run: one repeat, figures are rough)" if quick else ""), ""]
+    out += environment() + [""]
+    out += table(rows) + [""]
+    out.append(f"fresh structure, fg.grad alone: 1st {fresh_raw['grad_first'] * 1e3:.1f} ms, "
+               f"2nd {fresh_raw['grad_second'] * 1e3:.1f} ms, node by node {fresh_raw['node_by_node'] * 1e3:.1f} ms; "
+               "first structure in the process (kernels compiling), fwd+bwd: "
+               + ", ".join(f"{p} {t * 1e3:.0f} ms" for p, t in fresh_raw["cold"].items()) + ".")
+    out.append(f"Peak memory: resident-set growth during steady-state steps above the process's baseline "
+               f"({', '.join(rows['methods'])}), one subprocess per workload and peer; see `benchmarks/memory.py`.")
+    for key in ("mem_device_mlp", "mem_device_graph10k"):
+        if key in rows:
+            out.append(f"Device peak_bytes_in_use ({key[11:]}): "
+                       + ", ".join(f"{p} {v:.1f} MiB" for p, v in rows[key].items()) + ".")
+    out += ["", "| budget | measured | budget | verdict |", "|---|---:|---:|---|"]
+    out += [f"| {what} | {measured} | {limit} | {verdict} |" for what, measured, limit, verdict in budgets(rows, fresh_raw)]
+    return "\n".join(out) + "\n"
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a smoke run: one repeat, short batches")
+    parser.add_argument("--write", action="store_true", help="also write benchmarks/RESULTS.md")
+    parser.add_argument("--note", default=None, help="a line to put at the top of RESULTS.md")
+    parser.add_argument("--device", choices=("cpu", "gpu"), default=None,
+                        help="JAX platform to run on (default: JAX's default backend)")
+    args = parser.parse_args(argv)
+    if args.device:
+        os.environ["JAX_PLATFORMS"] = "cuda" if args.device == "gpu" else "cpu"
+    from timing import match_threads
+
+    match_threads()
+    rows: dict = {}
+    stages = (("chain", chain), ("mlp", mlp), ("cnn", cnn), ("hvp", hvp), ("graph10k", graph10k),
+              ("fresh", fresh), ("per_sample", per_sample), ("memory", memory))
+    fresh_raw: dict = {}
+    for key, stage in stages:
+        wall, cpu = time.perf_counter(), time.process_time() + _children_cpu()
+        result = stage(args.quick)
+        if key == "fresh":
+            rows["fresh1"], rows["fresh2"], fresh_raw = result
+        elif key == "per_sample":
+            rows["per_sample"], rows["per_sample_loop"] = result
+        elif key == "memory":
+            rows.update(result)
+        else:
+            rows[key] = result
+        print(f"{key}: {time.perf_counter() - wall:.1f} s wall, {time.process_time() + _children_cpu() - cpu:.1f} s cpu",
+              file=sys.stderr, flush=True)
+    command = "python -m benchmarks " + shlex.join(argv if argv is not None else sys.argv[1:])
+    text = report(rows, fresh_raw, args.quick, command.strip(), args.note)
+    print(text)
+    if args.write:
+        with open(os.path.join(HERE, "RESULTS.md"), "w") as f:
+            f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""The benchmark suite runs end to end: ``python -m benchmarks --quick`` prints every workload row.
+
+A smoke test, not a timing test: the figures are not checked, only that every workload ran
+(its peers agreed before being timed, or the suite exits with an error) and reported a number
+for fgraph eager, and that every budget line is printed.
+"""
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+WORKLOADS = (
+    "per-op overhead",
+    "MLP step",
+    "CNN step",
+    "Hessian-vector product",
+    "10,000-node graph: build + backward",
+    "fresh 200-node structure: 1st differentiation",
+    "fresh 200-node structure: 2nd differentiation",
+    "per-sample gradients: batch 64",
+    "per-sample gradients by a Python loop of fg.grad",
+    "peak memory: MLP step",
+    "peak memory: 10,000-node graph",
+)
+BUDGETS = ("per-op overhead: fgraph eager ÷ PyTorch eager", "MLP step: fgraph eager − jax.jit",
+           "MLP step: un-jitted jax.grad ÷ fgraph eager", "MLP step: fgraph compiled ÷ jax.jit",
+           "CNN step: fgraph compiled ÷ jax.jit", "HVP: fgraph eager ÷ PyTorch eager",
+           "10,000-node graph: fgraph eager ÷ PyTorch eager", "fresh 200-node structure: slowest fg.grad call",
+           "per-sample gradients: loop of fg.grad ÷ fgraph vmap(grad)")
+
+
+def test_quick_suite_prints_every_workload_row():
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    proc = subprocess.run([sys.executable, "-m", "benchmarks", "--quick"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| ")]
+    header = rows[0].split(" | ")
+    eager = header.index("fgraph eager")
+    table = [r for r in rows if len(r.split(" | ")) == len(header)]
+    for workload in WORKLOADS:
+        found = [r for r in table if r.startswith("| " + workload)]
+        assert len(found) == 1, f"no single table row for {workload!r} in:\n{proc.stdout}"
+        cell = found[0].split(" | ")[eager]
+        assert re.fullmatch(r"[0-9.e+-]+", cell), f"{workload}: fgraph eager cell {cell!r} is not a number"
+    verdicts = [r for r in rows if len(r.split(" | ")) == 4]
+    for budget in BUDGETS:
+        found = [r for r in verdicts if r.startswith("| " + budget)]
+        assert len(found) == 1 and found[0].rstrip(" |").split(" | ")[-1] in ("PASS", "MISS", "n/a"), budget
