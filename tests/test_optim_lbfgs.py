@@ -297,7 +297,8 @@ def test_closure_may_return_loss_and_gradients():
     for _ in range(2):
         opt.step(closure)
         twin.step(with_grads)
-    np.testing.assert_array_equal(_point(opt), _point(twin))
+    # equal up to reassociation: either backward may run fused (compiled in the background) or node by node
+    np.testing.assert_allclose(_point(opt), _point(twin), rtol=1e-10)
 
 
 def test_state_dict_round_trip_through_fg_save_resumes_the_same_trajectory(tmp_path):
