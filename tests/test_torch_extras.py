@@ -83,3 +83,17 @@ def test_special_values_far_out():
     f32 = fg.special.erfcx(fg.tensor([10.0, 100.0, 1e20, -10.0], dtype=fg.float32)).tolist()
     assert np.isfinite(f32[:3]).all() and f32[3] == np.inf
     np.testing.assert_allclose(f32[:3], sp.erfcx([10.0, 100.0, 1e20]), rtol=1e-6)
+
+
+def test_aliases_and_lu_are_the_functions_they_name():
+    """The one-line aliases (their table rows were dropped for CI time) and ``fg.lu`` on ``linalg.lu_factor``."""
+    x = fg.tensor([[1.5, -2.0, 0.5], [3.0, 1.0, -1.0], [0.25, 2.0, 4.0]], dtype=fg.float64)
+    y = fg.tensor([0.5, -1.0, 2.0], dtype=fg.float64)
+    pairs = [(fg.absolute(x), fg.abs(x)), (fg.multiply(x, y), x * y), (x.negative(), -x),
+             (fg.subtract(x, y, alpha=2.0), x - 2.0 * y), (fg.ravel(x), x.reshape(-1))]
+    for got, want in pairs:
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    lu, pivots = fg.lu(x)
+    want_lu, want_pivots = jax.scipy.linalg.lu_factor(x.data)
+    np.testing.assert_allclose(lu.numpy(), np.asarray(want_lu), rtol=1e-12)
+    np.testing.assert_array_equal(pivots.numpy(), np.asarray(want_pivots) + 1)  # torch's pivots are 1-based

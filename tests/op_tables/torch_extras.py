@@ -134,14 +134,6 @@ def cholesky_inverse_ref(m, *, upper):
     return jnp.linalg.inv(f.swapaxes(-1, -2) @ f if upper else f @ f.swapaxes(-1, -2))
 
 
-def lu(m):
-    return fg.lu(m + fg.tensor(3 * np.eye(m.shape[-1]), dtype=m.dtype))[0]
-
-
-def lu_ref(m):
-    return jsl.lu_factor(m + 3 * jnp.eye(m.shape[-1], dtype=m.dtype))[0]
-
-
 # -- numerical integration --------------------------------------------------------------------------------------------
 def trapezoid_x(y, x, *, dim):
     return fg.trapezoid(y, x, dim=dim)
@@ -165,10 +157,6 @@ def cumulative_trapezoid(y, x):
 
 def cumulative_trapezoid_ref(y, x):
     return jnp.cumsum((y[..., 1:] + y[..., :-1]) * jnp.diff(x) / 2, -1)
-
-
-def subtract(a, b, *, alpha):
-    return fg.subtract(a, b, alpha=alpha)
 
 
 def mvlgamma(x, *, p):
@@ -198,19 +186,12 @@ TABLE = [
             REAL, max_examples=4),
     OpEntry("cholesky_inverse", cholesky_inverse, cholesky_inverse_ref, 1, grid([((3, 3),)], [dict(upper=False)]),
             REAL, max_examples=4),
-    OpEntry("lu", lu, lu_ref, 1, grid([((3, 3),)]), REAL, max_examples=3),
     OpEntry("trapezoid_x", trapezoid_x, trapezoid_x_ref, 2,
             cases(Case(((2, 4), (4,)), dict(dim=-1)), Case(((4, 3), (4, 3)), dict(dim=0))), REAL, max_examples=4),
     OpEntry("trapezoid_dx", trapezoid_dx, trapezoid_dx_ref, 1, grid([((4, 3),)], [dict(dx=0.5, dim=0)]), REAL,
             max_examples=4),
     OpEntry("cumulative_trapezoid", cumulative_trapezoid, cumulative_trapezoid_ref, 2, grid([((2, 4), (4,))]), REAL,
             max_examples=3),
-    OpEntry("absolute", fg.absolute, jnp.abs, 1, grid(UNARY[:1]), NONZERO, max_examples=2),
-    OpEntry("multiply", fg.multiply, jnp.multiply, 2, grid(BINARY[:1]), REAL, max_examples=2),
-    OpEntry("negative", lambda x: x.negative(), jnp.negative, 1, grid(UNARY[:1]), REAL, max_examples=2),
-    OpEntry("subtract", subtract, lambda a, b, alpha: a - alpha * b, 2, grid(BINARY[1:], [dict(alpha=2.0)]), REAL,
-            max_examples=2),
-    OpEntry("ravel", fg.ravel, jnp.ravel, 1, grid(UNARY[:1]), REAL, max_examples=2),
     OpEntry("mvlgamma", mvlgamma, lambda x, p: jsp.multigammaln(x, p), 1, grid(UNARY[:1], [dict(p=2)]),
             st.floats(1.2, 3.0), max_examples=1),
     OpEntry("where_method", where_method, lambda a, b: jnp.where(a > 0.5, a, b), 2, grid(BINARY[:1]),
@@ -246,15 +227,9 @@ TORCH = {
         b, _torch_tri(m, upper), upper=upper, transpose=transpose).solution,
     "cholesky_solve": lambda b, m, upper: torch.cholesky_solve(b, _torch_tri(m, upper), upper),
     "cholesky_inverse": lambda m, upper: torch.cholesky_inverse(_torch_tri(m, upper), upper),
-    "lu": lambda m: torch.lu(m + 3 * torch.eye(m.shape[-1], dtype=m.dtype))[0],
     "trapezoid_x": lambda y, x, dim: torch.trapezoid(y, x, dim=dim),
     "trapezoid_dx": lambda y, dx, dim: torch.trapezoid(y, dx=dx, dim=dim),
     "cumulative_trapezoid": lambda y, x: torch.cumulative_trapezoid(y, x),
-    "absolute": lambda x: torch.absolute(x),
-    "multiply": lambda a, b: torch.multiply(a, b),
-    "negative": lambda x: x.negative(),
-    "subtract": lambda a, b, alpha: torch.subtract(a, b, alpha=alpha),
-    "ravel": lambda x: torch.ravel(x),
     "mvlgamma": lambda x, p: x.mvlgamma(p),
     "where_method": lambda a, b: a.where(a > 0.5, b),
 }
