@@ -143,9 +143,12 @@ def check_same(peers: dict) -> None:
             step()
         results[name] = read()
     reference = results["jax.jit (pure JAX)"]
+    # Adam divides by sqrt(v): where a gradient is a rounding-level 1e-9 (a dead relu unit) the step is
+    # ~lr/10 in one program and 0 in another, so parameters agree to a fraction of lr, not to 1e-5.
+    atol = LR / 10
     for name, params in results.items():
         for i, (a, b) in enumerate(zip(params, reference)):
-            if not np.allclose(a, b, rtol=1e-4, atol=1e-5):
+            if not np.allclose(a, b, rtol=1e-4, atol=atol):
                 raise SystemExit(f"{name}: parameter {i} after 3 steps differs from pure JAX "
                                  f"(max abs diff {np.abs(a - b).max():.3g}); refusing to time it.")
 

@@ -200,16 +200,14 @@ def check_program(data, steps: Sequence[Step]) -> None:
 def _sweep_groups() -> list:
     names = [name for name, _ in ENTRIES]
     random.Random(20261122).shuffle(names)
-    groups = [tuple(names[i:i + SWEEP_GROUP]) for i in range(0, len(names), SWEEP_GROUP)]
-    # CI (25-minute budget on 2 cores) sweeps every second group; every entry is still checked alone by
-    # the op tables, and hypothesis' random programs draw from all of them. Locally the sweep is whole.
-    return groups[::SWEEP_STRIDE]
+    return [tuple(names[i:i + SWEEP_GROUP]) for i in range(0, len(names), SWEEP_GROUP)]
 
 
+ALL_GROUPS = _sweep_groups()
+# CI (25-minute budget on 2 cores) sweeps every second group; every entry is still checked alone by
+# the op tables, and hypothesis' random programs draw from all of them. Locally the sweep is whole.
 SWEEP_STRIDE = 2 if os.environ.get("CI") else 1
-
-
-SWEEP = _sweep_groups()
+SWEEP = ALL_GROUPS[::SWEEP_STRIDE]
 
 
 @pytest.mark.parametrize("names", SWEEP, ids=[f"group{i}" for i in range(len(SWEEP))])
@@ -231,7 +229,7 @@ def test_table_sweep(names: tuple) -> None:
 
 
 def test_sweep_covers_every_entry() -> None:
-    swept = {name for group in SWEEP for name in group}
+    swept = {name for group in ALL_GROUPS for name in group}
     assert swept == set(BY_NAME), sorted(set(BY_NAME) ^ swept)
     assert len(BY_NAME) == len(ENTRIES), "two table entries share a qualified name"
 
