@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fgraph.autograd._jax_vjp import Vjp as _Vjp
 from fgraph.autograd.function import Function, FunctionBackward
 from fgraph.tensor import Tensor, _wrap
 
@@ -69,37 +70,6 @@ class _Call:
                     "(tuple, list, dict)."
                 )
         return tuple(jnp.asarray(leaf) for _, leaf in flat)
-
-
-class _Vjp:
-    """``(*xs, *cts) -> cotangents of xs[float_in]`` by ``jax.vjp`` of ``fn`` (float outputs only)."""
-
-    __slots__ = ("fn", "float_in", "float_out", "n", "__weakref__")
-
-    def __init__(self, fn: Callable, float_in: tuple, float_out: tuple, n: int) -> None:
-        self.fn, self.float_in, self.float_out, self.n = fn, float_in, float_out, n
-
-    def __call__(self, *args: Any) -> tuple:
-        xs, cts = args[: self.n], args[self.n:]
-        _, pullback = jax.vjp(_Restricted(self.fn, xs, self.float_in, self.float_out),
-                              *[xs[i] for i in self.float_in])
-        return tuple(pullback(tuple(cts)))
-
-
-class _Restricted:
-    """``fn`` as a function of its float inputs only, returning its float outputs only."""
-
-    __slots__ = ("fn", "xs", "float_in", "float_out")
-
-    def __init__(self, fn: Callable, xs: Sequence, float_in: tuple, float_out: tuple) -> None:
-        self.fn, self.xs, self.float_in, self.float_out = fn, xs, float_in, float_out
-
-    def __call__(self, *floats: Any) -> tuple:
-        full = list(self.xs)
-        for i, v in zip(self.float_in, floats):
-            full[i] = v
-        outs = self.fn(*full)
-        return tuple(outs[j] for j in self.float_out)
 
 
 # -- the fgraph op ---------------------------------------------------------------------------------

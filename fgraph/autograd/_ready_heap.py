@@ -212,7 +212,15 @@ def _sum_grads(grads: list) -> Tensor:
                 return total
     arrays = [g.data for g in grads]
     lazy = LAZY.get()
-    return _wrap(_sum_kernel(*arrays) if lazy is None else lazy.call(_sum_kernel, arrays))
+    if lazy is not None:
+        return _wrap(lazy.call(_sum_kernel, arrays))
+    # Kernels of 2, 4 and 8 arguments only, folding left to right (the running total is the next
+    # call's first argument): a new graph structure then meets kernels already compiled, where one
+    # kernel per count of arrivals would compile the odd counts (2..7) of each shape on first sight.
+    while len(arrays) > 1:
+        k = 8 if len(arrays) >= 8 else 4 if len(arrays) >= 4 else 2
+        arrays[:k] = [_sum_kernel(*arrays[:k])]
+    return _wrap(arrays[0])
 
 
 def _accumulate_buffer(prev: Tensor, g: Tensor) -> Tensor:

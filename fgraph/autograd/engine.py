@@ -24,7 +24,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 import jax
 import jax.numpy as jnp
 
-from fgraph.autograd import fusion, segments
+from fgraph.autograd import fused_create_graph, fusion, segments
 from fgraph.autograd._record_state import RECORD_EXTRAS
 from fgraph.autograd.anomaly import anomaly_apply
 from fgraph.autograd.grad_mode import _GRAD_ENABLED
@@ -351,6 +351,7 @@ def _execute_pass(roots: tuple, seeds: list, inputs: Optional[tuple], create_gra
     token = _GRAD_ENABLED.set(bool(create_graph))
     callbacks = _PassCallbacks()
     task_token = _CALLBACKS.set(callbacks)
+    fusion.pass_started()
     try:
         if anomaly is not None:
             captured: list = [None] * len(output_edges)
@@ -367,6 +368,11 @@ def _execute_pass(roots: tuple, seeds: list, inputs: Optional[tuple], create_gra
                                          accumulate, min_topo)
             if fused is not None:
                 return fused
+        elif LAZY.get() is None:
+            fused = fused_create_graph.try_run(graph_root, root_nr, seeds, dependencies, exec_info,
+                                               len(output_edges), accumulate)
+            if fused is not None:
+                return fused
         captured = [None] * len(output_edges)
         leaf_grads = {}
         _run_ready_heap(graph_root, buffers, dependencies, exec_info, captured, leaf_grads, accumulate)
@@ -374,6 +380,7 @@ def _execute_pass(roots: tuple, seeds: list, inputs: Optional[tuple], create_gra
     finally:
         _CALLBACKS.reset(task_token)
         _GRAD_ENABLED.reset(token)
+        fusion.pass_ended()
     return captured, leaf_grads
 
 

@@ -35,6 +35,7 @@ import atexit
 import contextvars
 import functools
 import queue
+import sys
 import threading
 import time
 import warnings
@@ -60,6 +61,8 @@ MAX_NODES = 512
 MAX_NODE_EDGES = 64
 #: A structure is compiled the second time it is seen.
 COMPILE_AFTER = 2
+#: Python's thread switch interval (seconds) while the background worker traces and compiles.
+COMPILE_SWITCH_INTERVAL = 1e-4
 
 _state = {"enabled": True, "background": True, "cache_size": 128}
 _seen: "OrderedDict[tuple, int]" = OrderedDict()
@@ -164,7 +167,7 @@ class _FusedProgram:
     ``_FAILED`` (with ``error``) if tracing or compiling raised.
     """
 
-    __slots__ = ("_calls", "jitted", "state", "error", "n_nodes", "__weakref__")
+    __slots__ = ("_calls", "jitted", "state", "error", "n_nodes", "flat", "__weakref__")
 
     def __init__(self, n_nodes: int, body: Optional[Callable] = None) -> None:
         self._calls = threading.local()  # the plan is per thread: threads may call one program at once
@@ -172,6 +175,7 @@ class _FusedProgram:
         self.state = _PENDING
         self.error: Optional[BaseException] = None
         self.n_nodes = n_nodes
+        self.flat: Any = None  # its differentiable form, made by fgraph.autograd.fused_create_graph
 
     def __call__(self, plan: _Plan) -> tuple:
         self._calls.plan = plan
@@ -187,7 +191,14 @@ class _FusedProgram:
     def compile(self, plan: _Plan) -> Optional[tuple]:
         """Trace, compile and run once (which fills jit's dispatch cache); ``None`` if that failed."""
         start = time.perf_counter()
+        waited = _worker.waited
         try:
+            if threading.current_thread() is _worker.thread:
+                self._calls.plan = plan
+                try:
+                    compile_politely(self.jitted, plan.arrays)
+                finally:
+                    self._calls.plan = None
             result = self(plan)
             if not _traced(plan.arrays):
                 result = jax.block_until_ready(result)
@@ -195,7 +206,7 @@ class _FusedProgram:
             self.error = exc
             self.state = _FAILED
             result = None
-        elapsed = time.perf_counter() - start
+        elapsed = time.perf_counter() - start - (_worker.waited - waited)
         with _lock:
             _stats["compile_seconds"] += elapsed
             _stats["compiles" if self.state is not _FAILED else "compile_failures"] += 1
@@ -215,6 +226,54 @@ class _FusedProgram:
             )
 
 
+# -- the background worker, and the passes it yields to ---------------------------------------------
+# Tracing and lowering a program are Python, holding the GIL (~30 ms for 200 nodes; XLA's compile
+# itself releases it). On the caller's thread, each kernel dispatch lets the GIL go and then waits
+# for it: run concurrently, a 3 ms node-by-node pass took 30-40 ms. So the worker traces and
+# lowers only while no backward pass runs (waiting at most QUIET_WAIT seconds at a time, so a
+# thread that never stops differentiating does not starve it), and runs with a short switch
+# interval (COMPILE_SWITCH_INTERVAL) when it cannot wait.
+#: Longest wait (seconds) of the worker for the engine's passes to finish before it goes on.
+QUIET_WAIT = 0.25
+_quiet = threading.Condition()
+_active_passes = [0]
+
+
+def pass_started() -> None:
+    """The engine's mark that a backward pass begins (the worker defers its Python work meanwhile)."""
+    with _quiet:
+        _active_passes[0] += 1
+
+
+def pass_ended() -> None:
+    with _quiet:
+        _active_passes[0] -= 1
+        if not _active_passes[0]:
+            _quiet.notify_all()
+
+
+def _no_pass_running() -> bool:
+    return not _active_passes[0]
+
+
+def _yield_to_passes() -> None:
+    """On the worker's thread: wait (bounded) until no backward pass runs; elsewhere nothing."""
+    if not _active_passes[0] or threading.current_thread() is not _worker.thread:
+        return
+    start = time.perf_counter()
+    with _quiet:
+        _quiet.wait_for(_no_pass_running, QUIET_WAIT)
+    _worker.waited += time.perf_counter() - start
+
+
+def compile_politely(jitted: Any, args: Any) -> None:
+    """Trace, lower and compile ``jitted`` for ``args`` ahead of time, yielding to passes between steps."""
+    _yield_to_passes()
+    traced = jitted.trace(*args)
+    _yield_to_passes()
+    traced.lower().compile()  # XLA releases the GIL: no need to yield during this part
+
+
 class _CompileWorker:
     """One daemon thread that compiles queued programs, each in its caller's copied context."""
 
@@ -222,14 +281,16 @@ class _CompileWorker:
         self.jobs: "queue.Queue[tuple]" = queue.Queue()
         self.thread: Optional[threading.Thread] = None
         self.start_lock = threading.Lock()
+        self.waited = 0.0  # seconds spent yielding to passes (not counted as compile time)
 
-    def submit(self, program: _FusedProgram, plan: _Plan) -> None:
-        context = contextvars.copy_context()  # grad mode off, the caller's modes
+    def submit(self, job: Callable[..., Any], *args: Any) -> None:
+        """Run ``job(*args)`` on the worker, in a copy of the caller's context (its modes)."""
+        context = contextvars.copy_context()
         with self.start_lock:
             if self.thread is None or not self.thread.is_alive():
                 self.thread = threading.Thread(target=self._main, name="fgraph-fusion-compile", daemon=True)
                 self.thread.start()
-        self.jobs.put((context, program, plan))
+        self.jobs.put((context, job, args))
 
     def wait_idle(self, timeout: Optional[float]) -> bool:
         if timeout is None:
@@ -257,11 +318,19 @@ class _CompileWorker:
 
     def _main(self) -> None:
         while True:
-            context, program, plan = self.jobs.get()
+            context, job, args = self.jobs.get()
+            # Tracing is Python holding the GIL; each time the caller's thread lets the GIL go (every
+            # kernel dispatch) it would wait a whole switch interval (5 ms) to get it back. A short
+            # interval while a job runs keeps the caller's node-by-node passes at their own speed.
+            interval = sys.getswitchinterval()
+            sys.setswitchinterval(min(interval, COMPILE_SWITCH_INTERVAL))
             try:
-                context.run(program.compile, plan)
+                context.run(job, *args)
+            except Exception:  # pragma: no cover - jobs record their own failures
+                pass
             finally:
-                del context, program, plan  # do not keep the graph alive until the next job
+                sys.setswitchinterval(interval)
+                del context, job, args  # do not keep the graph alive until the next job
                 self.jobs.task_done()
 
 
@@ -269,9 +338,22 @@ _worker = _CompileWorker()
 atexit.register(_worker.shutdown)
 
 
-def try_run(graph_root: Node, root_nr: int, seeds: list, dependencies: dict, exec_info: Optional[dict],
-            n_captured: int, accumulate: bool) -> Optional[tuple[list, dict]]:
-    """Run the backward fused if this structure is compiled (or due); else return ``None``."""
+class _Structure:
+    """A backward pass's structure key and what running it fused needs (see :func:`structure_of`)."""
+
+    __slots__ = ("key", "order", "layout", "packed")
+
+    def __init__(self, key: tuple, order: list, layout: list, packed: bool) -> None:
+        self.key, self.order, self.layout, self.packed = key, order, layout, packed
+
+
+def structure_of(graph_root: Node, root_nr: int, seeds: list, dependencies: dict, exec_info: Optional[dict],
+                 n_captured: int, accumulate: bool) -> Optional[_Structure]:
+    """The structure of this pass, or ``None`` if it cannot be fused (hooks, custom Functions...).
+
+    Nodes other than declared ops take part when they offer ``fusion_signature()`` (a hashable
+    description of their kernel), ``saved_kinds()``, ``saved_arrays()`` and ``apply_kernel``.
+    """
     if not _state["enabled"] or len(dependencies) >= MAX_NODES:
         return None
     from fgraph.ops._declare import OpNode
@@ -280,9 +362,8 @@ def try_run(graph_root: Node, root_nr: int, seeds: list, dependencies: dict, exe
     order.extend(dependencies)
     index = {node: i for i, node in enumerate(order)}
     signature = [accumulate, root_nr, n_captured]
-    arrays = [s.data for s in seeds]
-    layout = []  # per node: (start, stop) of its saved arrays in `arrays`
-    n_saved = len(arrays)
+    layout = []  # per node: (start, stop) of its saved arrays among the program's arguments
+    n_saved = len(seeds)
     packed = False  # saved-tensor hooks: unpacking runs user code, so such graphs compile in the foreground
     for node in order:
         if node._hooks is not None or len(node.next_edges) > MAX_NODE_EDGES:
@@ -302,8 +383,13 @@ def try_run(graph_root: Node, root_nr: int, seeds: list, dependencies: dict, exe
             signature.append((2, edges))
             layout.append(None)
             continue
-        if not isinstance(node, OpNode) or node.op.rule is None:
-            return None
+        if isinstance(node, OpNode) and node.op.rule is not None:
+            described: Any = (node.op, node.params, node.in_meta)
+        else:
+            describe = getattr(node, "fusion_signature", None)
+            if describe is None:
+                return None
+            described = describe()
         # Kinds, not values: unpacking a saved tensor here would run its unpack hook a second time
         # whenever the pass then runs node by node (PyTorch unpacks once per backward).
         kinds = node.saved_kinds()
@@ -312,31 +398,46 @@ def try_run(graph_root: Node, root_nr: int, seeds: list, dependencies: dict, exe
         start = n_saved
         n_saved += len(kinds)
         layout.append((start, n_saved))
-        signature.append((node.op, node.params, node.in_meta, kinds, edges))
-    signature.append(tuple(a.aval if hasattr(a, "aval") else type(a) for a in arrays[: len(seeds)]))
+        signature.append((described, kinds, edges))
+    signature.append(tuple(s.data.aval if hasattr(s.data, "aval") else type(s.data) for s in seeds))
     if exec_info is not None:
         signature.append(tuple(
             None if info is None else (info.needed, None if info.captures is None else tuple(info.captures))
             for info in map(exec_info.get, order)
         ))
-    key = tuple(signature)
+    return _Structure(tuple(signature), order, layout, packed)
 
-    program, fresh = _program_for(key, len(order))
-    if program is None:
-        return None
-    for node, span in zip(order, layout):
+
+def make_plan(found: _Structure, graph_root: Node, root_nr: int, seeds: list, dependencies: dict,
+              exec_info: Optional[dict], n_captured: int, accumulate: bool) -> _Plan:
+    """The run of a pass of structure ``found``: the seeds' and saved arrays, in the program's order."""
+    arrays = [s.data for s in seeds]
+    for node, span in zip(found.order, found.layout):
         if span is not None:
             arrays.extend(node.saved_arrays())
-    plan = _Plan(order=order, graph_root=graph_root, root_nr=root_nr, seeds=seeds, dependencies=dependencies,
-                 exec_info=exec_info, n_captured=n_captured, accumulate=accumulate, arrays=arrays, layout=layout)
-    if fresh and _state["background"] and not packed and not _traced(arrays):
+    return _Plan(order=found.order, graph_root=graph_root, root_nr=root_nr, seeds=seeds, dependencies=dependencies,
+                 exec_info=exec_info, n_captured=n_captured, accumulate=accumulate, arrays=arrays,
+                 layout=found.layout)
+
+
+def try_run(graph_root: Node, root_nr: int, seeds: list, dependencies: dict, exec_info: Optional[dict],
+            n_captured: int, accumulate: bool) -> Optional[tuple[list, dict]]:
+    """Run the backward fused if this structure is compiled (or due); else return ``None``."""
+    found = structure_of(graph_root, root_nr, seeds, dependencies, exec_info, n_captured, accumulate)
+    if found is None:
+        return None
+    program, fresh = _program_for(found.key, len(found.order))
+    if program is None:
+        return None
+    plan = make_plan(found, graph_root, root_nr, seeds, dependencies, exec_info, n_captured, accumulate)
+    if fresh and _state["background"] and not found.packed and not _traced(plan.arrays):
         plan.dependencies = dict(dependencies)  # the caller's pass consumes its copy meanwhile
-    result = _run_program(program, fresh, plan, background=not packed)
+    result = _run_program(program, fresh, plan, background=not found.packed)
     if result is None:
         return None
     captured_arrays, leaf_arrays = result
     captured = [None if a is None else _wrap(a) for a in captured_arrays]
-    accumulators = [node for node in order if type(node) is AccumulateGrad]
+    accumulators = [node for node in found.order if type(node) is AccumulateGrad]
     leaf_grads = {acc: _wrap(a) for acc, a in zip(accumulators, leaf_arrays) if a is not None}
     return captured, leaf_grads
 
@@ -373,7 +474,7 @@ def _run_program(program: _FusedProgram, fresh: bool, plan: Any, background: boo
         if _state["background"] and background and not _traced(plan.arrays):
             with _lock:
                 _stats["misses"] += 1
-            _worker.submit(program, plan)
+            _worker.submit(program.compile, plan)
             return None
         result = program.compile(plan)
         if result is None:
@@ -410,6 +511,7 @@ def _fused_body(program: _FusedProgram, *arrays: Any) -> tuple:
     def apply_traced(fn: Node, grads: list, needs: Optional[tuple]) -> tuple:
         if type(fn) is GraphRoot:
             return tuple(seeds)
+        _yield_to_passes()
         return fn.apply_kernel(grads, needs, saved_by_node[fn])
 
     root = plan.graph_root
