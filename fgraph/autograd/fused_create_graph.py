@@ -39,9 +39,17 @@ __all__ = ["FusedBackward"]
 _lock = threading.Lock()  # guards FlatProgram._vjps and the vjp compile requests
 
 
+_INEXACT: dict = {}  # dtype -> whether it is a float or complex type (jnp.issubdtype is slow)
+
+
 def _inexact(a: Any) -> bool:
     dtype = getattr(a, "dtype", None)
-    return dtype is not None and bool(jnp.issubdtype(dtype, jnp.inexact))
+    if dtype is None:
+        return False
+    known = _INEXACT.get(dtype)
+    if known is None:
+        known = _INEXACT[dtype] = bool(jnp.issubdtype(dtype, jnp.inexact))
+    return known
 
 
 class _FlatBody:

@@ -230,11 +230,11 @@ class _FusedProgram:
 # Tracing and lowering a program are Python, holding the GIL (~30 ms for 200 nodes; XLA's compile
 # itself releases it). On the caller's thread, each kernel dispatch lets the GIL go and then waits
 # for it: run concurrently, a 3 ms node-by-node pass took 30-40 ms. So the worker traces and
-# lowers only while no backward pass runs (waiting at most QUIET_WAIT seconds at a time, so a
-# thread that never stops differentiating does not starve it), and runs with a short switch
-# interval (COMPILE_SWITCH_INTERVAL) when it cannot wait.
-#: Longest wait (seconds) of the worker for the engine's passes to finish before it goes on.
-QUIET_WAIT = 0.25
+# lowers only while no backward pass runs (deferring a job by QUIET_WAIT seconds at most, so
+# a loop that never stops differentiating does not starve it), and runs with a short switch
+# interval (COMPILE_SWITCH_INTERVAL) once it stops deferring.
+#: Longest time (seconds) one job of the worker waits for the engine's passes to finish, in all.
+QUIET_WAIT = 0.1
 _quiet = threading.Condition()
 _active_passes = [0]
 
@@ -258,12 +258,14 @@ def _no_pass_running() -> bool:
 
 def _yield_to_passes() -> None:
     """On the worker's thread: wait (bounded) until no backward pass runs; elsewhere nothing."""
-    if not _active_passes[0] or threading.current_thread() is not _worker.thread:
+    if not _active_passes[0] or _worker.deferrable <= 0 or threading.current_thread() is not _worker.thread:
         return
     start = time.perf_counter()
     with _quiet:
-        _quiet.wait_for(_no_pass_running, QUIET_WAIT)
-    _worker.waited += time.perf_counter() - start
+        _quiet.wait_for(_no_pass_running, _worker.deferrable)
+    waited = time.perf_counter() - start
+    _worker.waited += waited
+    _worker.deferrable -= waited
 
 
 def compile_politely(jitted: Any, args: Any) -> None:
@@ -282,6 +284,7 @@ class _CompileWorker:
         self.thread: Optional[threading.Thread] = None
         self.start_lock = threading.Lock()
         self.waited = 0.0  # seconds spent yielding to passes (not counted as compile time)
+        self.deferrable = 0.0  # what the running job may still wait for passes, in seconds
 
     def submit(self, job: Callable[..., Any], *args: Any) -> None:
         """Run ``job(*args)`` on the worker, in a copy of the caller's context (its modes)."""
@@ -322,6 +325,7 @@ class _CompileWorker:
             # Tracing is Python holding the GIL; each time the caller's thread lets the GIL go (every
             # kernel dispatch) it would wait a whole switch interval (5 ms) to get it back. A short
             # interval while a job runs keeps the caller's node-by-node passes at their own speed.
+            self.deferrable = QUIET_WAIT
             interval = sys.getswitchinterval()
             sys.setswitchinterval(min(interval, COMPILE_SWITCH_INTERVAL))
             try:
