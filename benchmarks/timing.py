@@ -43,11 +43,29 @@ def match_threads() -> None:
 
 
 # -- timing -----------------------------------------------------------------------------------
+def _settle(fn: Callable[[], object], rounds: int = 8) -> None:
+    """Call ``fn`` until no new fused program compiles: time the steady state.
+
+    Fused programs compile in the background, and one structure can appear only once
+    another runs fused (the plain pass over a fused ``create_graph`` pass's node), so
+    waiting once is not enough.
+    """
+    fusion = fg.autograd.fusion
+    for _ in range(rounds):
+        fusion.wait_for_compiles()
+        before = fusion.stats()["compiles"]
+        fn()
+        fn()
+        fusion.wait_for_compiles()
+        if fusion.stats()["compiles"] == before:
+            return
+
+
 def calibrate(fn: Callable[[], object], target_s: float, warmup: int = 3) -> int:
     """Warm ``fn`` up; return how many calls make a batch of about ``target_s`` seconds."""
     for _ in range(warmup):
         fn()
-    fg.autograd.fusion.wait_for_compiles()  # fused programs compile in the background: time the steady state
+    _settle(fn)
     t0 = time.perf_counter()
     fn()
     once = max(time.perf_counter() - t0, 1e-7)
