@@ -18,8 +18,9 @@ foreground. Compiled programs live in a bounded LRU cache (:func:`set_cache_size
 The structure signature records, per node in discovery order: its op and static
 parameters, input shapes/dtypes, which saved values are tensors or Python
 scalars, its edges (as indices), and the ``exec_info`` marks. Only graphs made of
-declared ops, without hooks, and not under ``create_graph`` are fused; the rest
-run node by node. Results equal the node-by-node engine up to floating-point
+declared ops (and ``FusedBackward`` nodes), without hooks, are fused; the rest run
+node by node. ``create_graph`` passes use the same programs through
+:mod:`fgraph.autograd.fused_create_graph`. Results equal the node-by-node engine up to floating-point
 reassociation inside XLA.
 
 Example:
