@@ -28,7 +28,8 @@ BUDGETS = ("per-op overhead: fgraph eager ÷ PyTorch eager", "MLP step: fgraph e
            "MLP step: un-jitted jax.grad ÷ fgraph eager", "MLP step: fgraph compiled ÷ jax.jit",
            "CNN step: fgraph compiled ÷ jax.jit", "HVP: fgraph eager ÷ PyTorch eager",
            "10,000-node graph: fgraph eager ÷ PyTorch eager", "fresh 200-node structure: slowest fg.grad call",
-           "per-sample gradients: loop of fg.grad ÷ fgraph vmap(grad)")
+           "per-sample gradients: loop of fg.grad ÷ fgraph vmap(grad)",
+           "per-sample gradients: loop of fg.grad ÷ fg.compile(vmap(grad))")
 
 
 def test_quick_suite_prints_every_workload_row():
