@@ -126,7 +126,9 @@ def check_entry(data, entry: OpEntry, dtype: np.dtype, case: Case = None) -> Non
     arrays = draw_inputs(data, entry, case, dtype)
     fg_consts = [fg.tensor(c, dtype=c.dtype) for c in case.consts]
     params = case.params
-    key = (entry.name, repr(params))
+    # The entry itself, not its name: tables share names ("norm", "softmax"...) for different references,
+    # and a name alone made the second table compare against the first one's compiled reference.
+    key = (id(entry), entry.name, repr(params))
     if entry.static_consts:  # e.g. boolean masks: the output shape depends on their values
         key += tuple((c.shape, c.tobytes()) for c in case.consts)
         ref_fn, extra = (lambda *xs: entry.ref_fn(*xs, *case.consts, **params)), ()

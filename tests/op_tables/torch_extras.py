@@ -134,6 +134,14 @@ def cholesky_inverse_ref(m, *, upper):
     return jnp.linalg.inv(f.swapaxes(-1, -2) @ f if upper else f @ f.swapaxes(-1, -2))
 
 
+def lu(m):
+    return fg.lu(m + fg.tensor(3 * np.eye(m.shape[-1]), dtype=m.dtype))[0]
+
+
+def lu_ref(m):
+    return jsl.lu_factor(m + 3 * jnp.eye(m.shape[-1], dtype=m.dtype))[0]
+
+
 # -- numerical integration --------------------------------------------------------------------------------------------
 def trapezoid_x(y, x, *, dim):
     return fg.trapezoid(y, x, dim=dim)
@@ -186,6 +194,7 @@ TABLE = [
             REAL, max_examples=4),
     OpEntry("cholesky_inverse", cholesky_inverse, cholesky_inverse_ref, 1, grid([((3, 3),)], [dict(upper=False)]),
             REAL, max_examples=4),
+    OpEntry("lu", lu, lu_ref, 1, grid([((3, 3),)]), REAL, max_examples=3),
     OpEntry("trapezoid_x", trapezoid_x, trapezoid_x_ref, 2,
             cases(Case(((2, 4), (4,)), dict(dim=-1)), Case(((4, 3), (4, 3)), dict(dim=0))), REAL, max_examples=4),
     OpEntry("trapezoid_dx", trapezoid_dx, trapezoid_dx_ref, 1, grid([((4, 3),)], [dict(dx=0.5, dim=0)]), REAL,
@@ -227,6 +236,7 @@ TORCH = {
         b, _torch_tri(m, upper), upper=upper, transpose=transpose).solution,
     "cholesky_solve": lambda b, m, upper: torch.cholesky_solve(b, _torch_tri(m, upper), upper),
     "cholesky_inverse": lambda m, upper: torch.cholesky_inverse(_torch_tri(m, upper), upper),
+    "lu": lambda m: torch.lu(m + 3 * torch.eye(m.shape[-1], dtype=m.dtype))[0],
     "trapezoid_x": lambda y, x, dim: torch.trapezoid(y, x, dim=dim),
     "trapezoid_dx": lambda y, dx, dim: torch.trapezoid(y, dx=dx, dim=dim),
     "cumulative_trapezoid": lambda y, x: torch.cumulative_trapezoid(y, x),
