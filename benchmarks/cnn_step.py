@@ -17,8 +17,8 @@ import jax
 from jax import lax
 
 from fgraph import nn
-from optim_step import check_same, fgraph_step, jax_step, torch_step
-from timing import cli, measure_all, model_batch, thread_settings, torch
+from optim_step import fgraph_step, jax_step, time_and_print, torch_step
+from timing import cli, model_batch, thread_settings, torch
 
 BATCH, IMAGE, CLASSES = 32, (1, 28, 28), 10
 CHANNELS = (1, 16, 32)
@@ -70,15 +70,7 @@ def run(quick: bool) -> int:
           + (" (--quick)" if quick else ""))
     for line in thread_settings():
         print("  " + line)
-    steps = peers()
-    check_same(steps)
-    times = measure_all({name: step for name, (step, _) in steps.items()}, {name: repeats for name in steps}, target)
-    ref, floor = times.get("PyTorch eager"), times["jax.jit (pure JAX)"]
-    print(f"  {'peer':<22} {'us/step':>10} {'x PyTorch':>10} {'x jax.jit':>10}")
-    for name, t in times.items():
-        ratio = f"{t / ref:10.2f}" if ref else f"{'n/a':>10}"
-        print(f"  {name:<22} {t * 1e6:10.1f} {ratio} {t / floor:10.2f}")
-    return 0
+    return time_and_print(peers(), repeats, target)
 
 
 def main(argv: Optional[list[str]] = None) -> int:

@@ -165,7 +165,12 @@ def run(quick: bool) -> int:
              "jax.jit (pure JAX)": jax_step(weights, x, y)}
     if torch is not None:
         peers["PyTorch eager"] = torch_step(weights, x, y)
-    check_same({name: peer for name, peer in peers.items()})
+    return time_and_print(peers, repeats, target)
+
+
+def time_and_print(peers: dict, repeats: int, target: float) -> int:
+    """Check the peers agree, time them and print µs per step with ratios to PyTorch and jax.jit."""
+    check_same(peers)
     times = measure_all({name: step for name, (step, _) in peers.items()}, {name: repeats for name in peers}, target)
     ref = times.get("PyTorch eager")
     floor = times["jax.jit (pure JAX)"]
