@@ -45,3 +45,43 @@ def node_by_node():
         yield
     finally:
         fusion.set_enabled(True)
+
+
+# -- memory maps of compiled programs -------------------------------------------------------------------------
+# Every XLA:CPU executable maps ~3 regions of memory, and JAX keeps every program it compiled. One
+# worker of this suite compiles tens of thousands of them: past the kernel's vm.max_map_count (65,530
+# here) the next compile's mmap fails and XLA dies with a segmentation fault. When a worker nears
+# that, drop JAX's compiled programs (recompiled on demand) and fusion's cache.
+_MAPS_CHECK_EVERY = 20  # tests between two counts of /proc/self/maps (a count of ~50k lines takes ~5 ms)
+_tests_since_check = [0]
+
+
+def _map_limits() -> tuple:
+    try:
+        with open("/proc/sys/vm/max_map_count") as f:
+            return int(f.read()) // 2, "/proc/self/maps"
+    except (OSError, ValueError):  # not Linux: nothing to watch
+        return None, None
+
+
+_MAPS_THRESHOLD, _MAPS_FILE = _map_limits()
+
+
+def _count_maps() -> int:
+    with open(_MAPS_FILE, "rb") as f:
+        return sum(1 for _ in f)
+
+
+def pytest_runtest_teardown(item, nextitem) -> None:
+    if _MAPS_THRESHOLD is None:
+        return
+    _tests_since_check[0] += 1
+    if _tests_since_check[0] < _MAPS_CHECK_EVERY:
+        return
+    _tests_since_check[0] = 0
+    if _count_maps() > _MAPS_THRESHOLD:
+        from fgraph.autograd import fusion
+
+        fusion.wait_for_compiles(60.0)  # never clear under a compile running on fusion's worker
+        fusion.clear_cache()
+        jax.clear_caches()
