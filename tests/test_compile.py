@@ -58,6 +58,58 @@ def test_mlp_adam_scheduler_50_steps_match_eager():
     assert "state" in step.retrace_reasons[0]
 
 
+def _dropout_mlp():
+    fg.manual_seed(0)
+    model = fg.nn.Sequential(fg.nn.Linear(5, 8), fg.nn.Dropout(0.3), fg.nn.Tanh(), fg.nn.Linear(8, 3)).double()
+    return model, fg.optim.Adam(model.parameters(), lr=1e-2)
+
+
+def _double_output(module, args, output):
+    return output * 2
+
+
+def test_changes_between_calls_are_seen_like_eager():
+    """A compiled step reuses its previous call's capture only while nothing about the objects' structure
+    changed: every change made between calls below must act exactly as in the eager twin."""
+    other = _dropout_mlp()[0].state_dict()
+    handles = {}
+
+    def change(model, opt, i):
+        if i == 3:
+            model.load_state_dict(other)  # rebinds every parameter; the optimizer follows
+        elif i == 4:
+            model.eval()
+        elif i == 5:
+            model.train()
+        elif i == 6:
+            handles[id(model)] = model[2].register_forward_hook(_double_output)
+        elif i == 7:
+            handles.pop(id(model)).remove()
+        elif i == 8:
+            opt.param_groups[0]["lr"] = 0.05
+        elif i == 9:
+            opt.param_groups[0]["betas"] = (0.8, 0.99)
+        elif i == 10:
+            model[2] = fg.nn.ReLU()
+        elif i == 11:
+            model[0].bias = fg.nn.Parameter(fg.zeros(8, dtype=fg.float64))
+        elif i == 12:
+            fg.manual_seed(7)
+
+    batches = _batches(14)
+    runs = []
+    for step in (_train_step, fg.compile(_train_step)):
+        model, opt = _dropout_mlp()
+        losses = []
+        for i, (x, y) in enumerate(batches):
+            change(model, opt, i)
+            losses.append(step(model, opt, x, y).item())
+        runs.append((np.array(losses), model.state_dict()))
+    (a, state_a), (b, state_b) = runs
+    np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)
+    assert _max_state_gap(state_a, state_b) < 1e-9
+
+
 def test_parameters_are_rebound_on_the_module_and_followed_by_the_optimizer():
     model, opt, _ = _mlp()
     before = model[0].weight

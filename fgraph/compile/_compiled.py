@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, NamedTuple, Optional, Sequence
 
 import jax
 import numpy as np
@@ -22,7 +22,7 @@ import numpy as np
 from fgraph.autograd.engine import Gradients
 from fgraph.compile._errors import translating_tracer_errors
 from fgraph.compile._explain import describe_retrace, signature
-from fgraph.compile._state import StateTable, capture, is_stateful
+from fgraph.compile._state import StateTable, capture, distinct, is_stateful
 from fgraph.tensor import Tensor, _init_leaf, _new_object, _wrap
 
 __all__ = ["CompiledFunction"]
@@ -44,6 +44,17 @@ class _Spec:
 
     def __hash__(self) -> int:
         return self.hash
+
+
+class _LastCall(NamedTuple):
+    """What a call worked out that the next one reuses when nothing about its structure changed."""
+
+    treedef: Any
+    static_flags: tuple  # per leaf: whether it is a static argument
+    positions: list      # per leaf: its positional index, or its keyword
+    object_index: dict   # id -> index of the objects in the table (which keeps them alive)
+    spec: _Spec
+    fingerprint: tuple   # StateTable.snapshot's, when the call was prepared
 
 
 class _Static:
@@ -93,6 +104,7 @@ class CompiledFunction:
         self._closure_values = _closure_values(fn)
         self._closure_objects = [v for v in self._closure_values if is_stateful(v)]
         self._pending: Optional[tuple] = None
+        self._last: Optional[_LastCall] = None  # what the previous call worked out (see _reuse)
         self._last_traced: Optional[tuple] = None
         self._jitted = jax.jit(self._program, static_argnums=(0,), donate_argnums=(1, 3))
 
@@ -101,18 +113,33 @@ class CompiledFunction:
 
     # -- a call -----------------------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        leaves, treedef = jax.tree_util.tree_flatten((args, kwargs), is_leaf=_is_leaf)
+        call = self._reuse(leaves, treedef)
+        if call is None:
+            call = self._prepare(args, kwargs, leaves, treedef)
+        spec, state_inputs, arg_inputs, positions = call
+        self._pending = call
+        try:
+            new_state, placement, outputs = self._jitted(
+                spec, *_split(state_inputs, spec.donated[0]), *_split(arg_inputs, spec.donated[1]))
+        finally:
+            self._pending = None
+        spec.table.write_back(placement.value, new_state)
+        return _import(outputs, spec.table, leaves)
+
+    def _prepare(self, args: tuple, kwargs: dict, leaves: list, treedef: Any) -> tuple:
+        """Capture the objects' state and work out the program's static argument (and remember it)."""
         statics = {i for i in self.static_argnums if -len(args) <= i < len(args)}
         statics = {i % len(args) for i in statics}
-        leaves, treedef = jax.tree_util.tree_flatten((args, kwargs), is_leaf=_is_leaf)
         positions = _arg_positions(args, kwargs)  # per leaf: its positional index, or its keyword
         objects = [leaf for leaf in leaves if is_stateful(leaf)]
         table = capture(objects + self._closure_objects)
         state_inputs, which = table.leaves()
         object_index = {id(obj): i for i, obj in enumerate(table.objects)}
+        static_flags = tuple(p in statics or p in self.static_argnames for p in positions)
         kinds, arg_inputs, arg_mask = [], [], []
         donate = set(self.donate_argnums)
-        for leaf, position in zip(leaves, positions):
-            static = position in statics or position in self.static_argnames
+        for leaf, static, position in zip(leaves, static_flags, positions):
             kind, value = _classify(leaf, static, object_index, position)
             kinds.append(kind)
             if value is not _NO_INPUT:
@@ -125,14 +152,35 @@ class CompiledFunction:
         arg_mask = tuple(arg_mask)
         key = (treedef, tuple(kinds), table.structure(), arg_mask, state_mask)
         spec = _Spec(key, table, treedef, tuple(kinds), which, (state_mask, arg_mask))
-        self._pending = (spec, state_inputs, arg_inputs, positions)
-        try:
-            new_state, placement, outputs = self._jitted(
-                spec, *_split(state_inputs, state_mask), *_split(arg_inputs, arg_mask))
-        finally:
-            self._pending = None
-        table.write_back(placement.value, new_state)
-        return _import(outputs, table, leaves)
+        self._last = _LastCall(treedef, static_flags, positions, object_index, spec, table.snapshot()[0])
+        return spec, state_inputs, arg_inputs, positions
+
+    def _reuse(self, leaves: list, treedef: Any) -> Optional[tuple]:
+        """The previous call's table and static argument, when this call has the same argument structure
+        and the objects the same structure (the usual training loop); ``None`` otherwise."""
+        last = self._last
+        if last is None or treedef != last.treedef:
+            return None
+        kinds, arg_inputs = [], []
+        for leaf, static, position in zip(leaves, last.static_flags, last.positions):
+            try:
+                kind, value = _classify(leaf, static, last.object_index, position)
+            except KeyError:  # an object the previous call did not hold
+                return None
+            kinds.append(kind)
+            if value is not _NO_INPUT:
+                arg_inputs.append(_placed(value, self.in_shardings, position))
+        spec = last.spec
+        if tuple(kinds) != spec.kinds:
+            return None
+        fingerprint, values = spec.table.snapshot()
+        if fingerprint != last.fingerprint:
+            return None
+        state_inputs, which = distinct(values)
+        if which != spec.which:
+            return None
+        spec.table.reuse(values, which)
+        return spec, state_inputs, arg_inputs, last.positions
 
     # -- the traced program -------------------------------------------------------------------------------
     def _program(self, spec: _Spec, state_donated: list, state_kept: list, donated_inputs: list,

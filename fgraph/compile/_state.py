@@ -23,7 +23,7 @@ from fgraph.optim.optimizer import Optimizer
 from fgraph.random import Generator, default_generator
 from fgraph.tensor import Tensor, _init_leaf, _new_object
 
-__all__ = ["StateTable", "WritePlan", "capture", "is_stateful"]
+__all__ = ["StateTable", "WritePlan", "capture", "distinct", "is_stateful"]
 
 _HOOK_TABLES = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
 
@@ -86,16 +86,7 @@ class StateTable:
     # -- what the compiled program takes and gives ------------------------------------------------------
     def leaves(self) -> tuple[list, tuple]:
         """The distinct values as program inputs, and per slot the index of its input (static)."""
-        inputs: list = []
-        position: dict = {}
-        which = []
-        for value in self.values:
-            key = id(value)
-            if key not in position:
-                position[key] = len(inputs)
-                inputs.append(_array_of(value))
-            which.append(position[key])
-        self._which = tuple(which)
+        inputs, self._which = distinct(self.values)
         return inputs, self._which
 
     def structure(self) -> tuple:
@@ -110,6 +101,52 @@ class StateTable:
             else:
                 parts.append(("generator", _token(obj)))
         return tuple(parts), (tuple(self.slots), tuple([_kind_of(value) for value in self.values]))
+
+    def snapshot(self) -> tuple[tuple, list]:
+        """``(fingerprint, values)``: what decides these objects' slots and traced program, and the
+        slots' values now, read in one cheap walk (no submodule or owner search).
+
+        A compiled step calls it on the table of its previous call: an equal fingerprint means the
+        same slots, structure and program, so the table is reused with the fresh values.
+        """
+        parts: list = []
+        values: list = []
+        for obj in self.objects:
+            if isinstance(obj, Module):
+                d = obj.__dict__
+                members = []
+                for table in ("_parameters", "_buffers"):
+                    for name, value in d[table].items():
+                        if value is not None:
+                            members.append((name, type(value), value.requires_grad))
+                            values.append(value)
+                hooks = tuple([tuple(d.get(t, ())) for t in _HOOK_TABLES])
+                parts.append((obj.training, tuple(d["_modules"].items()), tuple(members), hooks))
+            elif isinstance(obj, Optimizer):
+                obj._refresh()
+                hyper = obj._hyper
+                for group in obj.param_groups:
+                    entries = []
+                    values.extend([group[name] for name in hyper])
+                    for p in group["params"]:
+                        values.append(p)
+                        state = obj.state.get(p)
+                        if state:
+                            entries.append(tuple([(key, type(v), getattr(v, "requires_grad", None))
+                                                  for key, v in state.items()]))
+                            values.extend(state.values())
+                        else:
+                            entries.append(())
+                    parts.append((obj._flags(group), tuple(entries)))
+                parts.append(len(obj.param_groups))
+            else:
+                values.append(obj.get_state())
+        return tuple(parts), values
+
+    def reuse(self, values: list, which: tuple) -> None:
+        """Take ``values`` (from :meth:`snapshot`, with the same ``which``) as the captured values."""
+        self.values = values
+        self._which = which
 
     # -- while tracing ----------------------------------------------------------------------------------
     def install(self, inputs: list, which: tuple) -> None:
@@ -315,6 +352,20 @@ def slot_name(table: StateTable, slot: Slot) -> str:
 
 
 # -- values ---------------------------------------------------------------------------------------------
+def distinct(values: list) -> tuple[list, tuple]:
+    """The distinct values (by identity) as program inputs, and per value the index of its input."""
+    inputs: list = []
+    position: dict = {}
+    which = []
+    for value in values:
+        index = position.get(id(value))
+        if index is None:
+            index = position[id(value)] = len(inputs)
+            inputs.append(value.data if isinstance(value, Tensor) else value)
+        which.append(index)
+    return inputs, tuple(which)
+
+
 def _array_of(value: Any) -> Any:
     if isinstance(value, Tensor):
         return value.data
