@@ -340,3 +340,33 @@ def test_parameters_rebound_after_the_optimizer_was_built_are_followed():
     grads = fg.backward((model(x) * fg.tensor(2.0, requires_grad=True)).sum())
     opt.step(grads)  # frozen: no gradients for them, nothing moves
     assert all(np.array_equal(p.numpy(), q) for p, q in zip(model.parameters(), frozen))
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_holding_an_old_parameter_keeps_no_later_one_alive(compiled):
+    """Each step rebinds the parameters; an old Parameter a user holds (``params = list(model.parameters())``
+    before training) still finds the newest through ``current``, but must not keep every Parameter made
+    since alive (that grew memory by the model's size at each step)."""
+    import gc
+    import weakref
+
+    model = fg.nn.Linear(4, 3)
+    held = list(model.parameters())
+    opt = fg.optim.Adam(model.parameters(), lr=1e-2)
+    x = fg.randn(5, 4)
+
+    def train_step(model, opt, x):
+        loss = model(x).pow(2).mean()
+        opt.step(loss.backward())
+        return loss
+
+    step = fg.compile(train_step) if compiled else train_step
+    for _ in range(3):
+        step(model, opt, x)
+    middle = weakref.ref(model.weight)
+    for _ in range(3):
+        step(model, opt, x)
+    gc.collect()
+    assert middle() is None, "an intermediate Parameter is still alive"
+    assert fg.nn.parameter.current(held[0]) is model.weight
+    assert opt.param_groups[0]["params"][0] is model.weight

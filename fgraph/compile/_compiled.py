@@ -301,6 +301,8 @@ def _export(result: Any, table: StateTable, made: dict) -> Any:
 
 
 def _import(outputs: Any, table: StateTable, leaves: list) -> Any:
+    if isinstance(outputs, Tensor):  # the usual step returns its loss: nothing to convert
+        return outputs
     original = {}
     for value, index in zip(table.values, table._which):
         original.setdefault(index, value)

@@ -8,9 +8,10 @@ old one (:func:`rebind`), so tied parameters stay tied.
 
 Each Parameter remembers which ``(module, name)`` slots hold it (weakly); that is
 how :func:`rebind` finds the modules from the parameter alone, the way
-``opt = Adam(model.parameters())`` needs. A rebound Parameter also points to its
-replacement (:func:`current`), so an optimizer built before ``load_state_dict`` or
-``to()`` follows the model to its new Parameters.
+``opt = Adam(model.parameters())`` needs. The Parameters that replaced one another
+share a *lineage* that knows (weakly) the newest of them (:func:`current`), so an
+optimizer built before ``load_state_dict`` or ``to()`` follows the model to its new
+Parameters, and holding an old Parameter keeps no later one alive.
 
 Example:
     >>> import fgraph as fg
@@ -50,7 +51,7 @@ class Parameter(Tensor):
         (True, True)
     """
 
-    __slots__ = ("_owners", "_successor")
+    __slots__ = ("_owners", "_lineage")
 
     def __init__(self, data: Any = None, requires_grad: bool = True) -> None:
         if data is None:
@@ -58,7 +59,7 @@ class Parameter(Tensor):
         array = data.data if isinstance(data, Tensor) else _to_array(data, None, "Parameter")
         _init_leaf(self, placed(array), requires_grad)
         _set_owners(self, [])
-        _set_successor(self, None)
+        _set_lineage(self, None)
 
     def requires_grad_(self, requires_grad: bool = True) -> "Parameter":
         """A new Parameter with the same data and the given ``requires_grad`` (not rebound anywhere)."""
@@ -74,7 +75,18 @@ class Parameter(Tensor):
 
 
 _set_owners = Parameter.__dict__["_owners"].__set__
-_set_successor = Parameter.__dict__["_successor"].__set__
+_set_lineage = Parameter.__dict__["_lineage"].__set__
+
+
+class _Lineage:
+    """Shared by the Parameters that replaced one another through :func:`rebind`: a weak reference to
+    the newest. (A pointer from each Parameter to its successor would make any old Parameter a user
+    holds keep every later one alive: memory growing with each optimizer step.)"""
+
+    __slots__ = ("newest",)
+
+    def __init__(self) -> None:
+        self.newest: Optional[weakref.ref] = None
 
 
 def placed(array: Any) -> Any:
@@ -93,7 +105,7 @@ def _make_parameter(data: Any, requires_grad: bool) -> Parameter:
     p = _new_object(Parameter)
     _init_leaf(p, placed(data), requires_grad)
     _set_owners(p, [])
-    _set_successor(p, None)
+    _set_lineage(p, None)
     return p
 
 
@@ -172,7 +184,7 @@ def rebind(mapping: Mapping[Tensor, Any]) -> dict[Tensor, Parameter]:
         new = as_parameter(value, old)
         result[old] = new
         if isinstance(old, Parameter) and new is not old:
-            _set_successor(old, new)
+            _continue_lineage(old, new)
             for module, name in list(_live_owners(old)):
                 module._parameters[name] = new
                 untrack(old, module, name)
@@ -195,9 +207,24 @@ def current(param: Tensor) -> Tensor:
         >>> fg.nn.parameter.current(old) is lin.weight
         True
     """
-    while isinstance(param, Parameter) and param._successor is not None:
-        param = param._successor
+    seen = set()  # ids: rebinding back and forth between two tied lineages could make a loop
+    while isinstance(param, Parameter) and param._lineage is not None and id(param) not in seen:
+        newest = param._lineage.newest()
+        if newest is None or newest is param:
+            break
+        seen.add(id(param))
+        param = newest  # which may have joined a lineage of its own (a tie to an existing Parameter)
     return param
+
+
+def _continue_lineage(old: Parameter, new: Parameter) -> None:
+    lineage = old._lineage
+    if lineage is None:
+        lineage = _Lineage()
+        _set_lineage(old, lineage)
+    lineage.newest = weakref.ref(new)
+    if new._lineage is None:
+        _set_lineage(new, lineage)
 
 
 def as_parameter(value: Any, like: Optional[Tensor] = None) -> Parameter:
