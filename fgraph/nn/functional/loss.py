@@ -8,7 +8,9 @@ probabilities by the number of samples; weighted ``mse_loss``/``l1_loss`` by the
 summed weights; weighted ``huber_loss`` by the number of elements.
 
 All losses are composites of fgraph ops except ``binary_cross_entropy``, a primitive
-whose rule is PyTorch's (``(x - t) / max(x (1 - x), 1e-12)``, logs clamped at -100);
+whose rule is PyTorch's (``(x - t) / max(x (1 - x), 1e-12)``, logs clamped at -100), and
+the class-index ``nll_loss`` (also the end of ``cross_entropy``), the primitive of
+``_nll.py`` (one kernel, node ``NllLossBackward0`` as in PyTorch);
 every loss has exact second derivatives (targets included, where they are floats).
 Class-index targets are checked eagerly (not under tracing).
 
@@ -23,7 +25,6 @@ Example:
 """
 from __future__ import annotations
 
-import functools
 import warnings
 from typing import Optional
 
@@ -32,6 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fgraph.errors import OpError
+from fgraph.nn.functional._nll import class_ids, nll
 from fgraph.nn.functional._utils import (
     broadcast_shape,
     broadcasts_to,
@@ -203,18 +205,9 @@ def _check_class_target(op: str, input: Tensor, target: Tensor, class_dim: int, 
         )
 
 
-@functools.lru_cache(maxsize=64)
-def _class_ids(c: int, class_dim: int, ndim: int, dtype: np.dtype) -> Tensor:
-    """``arange(c)`` laid along ``class_dim`` of an ``ndim``-d input: made once (on the host), not per call."""
-    shape = [1] * ndim
-    shape[class_dim] = c
-    with jax.ensure_compile_time_eval():  # a concrete constant even when first made under a trace
-        return _wrap(jnp.asarray(np.arange(c, dtype=dtype).reshape(shape)))
-
-
 def _nll_parts(input: Tensor, target: Tensor, weight_c: Optional[Tensor], ignore_index: int, class_dim: int):
     """(per-sample loss, per-sample weight, non-ignored mask) for class-index targets."""
-    classes = _class_ids(input.shape[class_dim], class_dim, input.ndim, np.dtype(target.dtype))
+    classes = class_ids(input.shape[class_dim], class_dim, input.ndim, np.dtype(target.dtype))
     valid = ne(target, ignore_index)
     hit = logical_and(eq(unsqueeze(target, class_dim), classes), unsqueeze(valid, class_dim))
     scored = input if weight_c is None else input * weight_c
@@ -252,9 +245,8 @@ def nll_loss(input: Tensor, target: Tensor, weight: Optional[Tensor] = None, siz
     class_dim = _class_dim("nll_loss", input)
     reduction = check_reduction(legacy_reduction(size_average, reduce, reduction), "nll_loss")
     _check_class_target("nll_loss", input, target, class_dim, ignore_index)
-    weight_c = _class_weight("nll_loss", weight, input, class_dim)
-    loss, w, _ = _nll_parts(input, target, weight_c, ignore_index, class_dim)
-    return _nll_reduce(loss, w, reduction)
+    _class_weight("nll_loss", weight, input, class_dim)
+    return nll(input, target, weight, class_dim, ignore_index, reduction)
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None,
@@ -299,13 +291,13 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None
         return -_sum(prod) / (input.numel() / c if c else 0.0)
     _check_class_target(op, input, target, class_dim, ignore_index)
     logp = log_softmax(input, class_dim)
-    loss, w, valid = _nll_parts(logp, target, weight_c, ignore_index, class_dim)
-    nll = _nll_reduce(loss, w, reduction)
     if label_smoothing == 0:
-        return nll
+        return nll(logp, target, weight, class_dim, ignore_index, reduction)
+    loss, w, valid = _nll_parts(logp, target, weight_c, ignore_index, class_dim)
+    hard = _nll_reduce(loss, w, reduction)
     smooth = -_sum(logp if weight_c is None else logp * weight_c, class_dim)
     smooth = _nll_reduce(where(valid, smooth, 0.0), w, reduction)
-    return nll * (1 - label_smoothing) + smooth * (label_smoothing / c)
+    return hard * (1 - label_smoothing) + smooth * (label_smoothing / c)
 
 
 # -- binary losses ---------------------------------------------------------------------------------------------------
