@@ -230,6 +230,7 @@ SAMPLES: dict[str, Sample] = {
     "polygamma": Sample((Arg((2, 3), "pos"),), {"n": 1}),
     "masked_fill": Sample((Arg((2, 3)), _MASK, Arg(()))),
     "binary_cross_entropy": Sample((Arg((2, 3), "prob"), Arg((2, 3), "prob"))),
+    "linear": Sample((Arg((4, 3)), Arg((2, 3)), Arg((2,)))),
     "nll_loss": Sample((Arg((4, 3)), np.array([0, 2, -100, 2]), Arg((3,), "pos")),
                        {"class_dim": 1, "ignore_index": -100, "reduction": "mean"}),
     "ctc_loss": Sample((Arg((5, 2, 3)), np.array([[1, 1], [2, 0]]), np.array([5, 4]), np.array([2, 1])),

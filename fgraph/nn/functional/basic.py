@@ -29,6 +29,7 @@ import numpy as np
 
 from fgraph._dtypes import x64_enabled
 from fgraph.errors import OpError
+from fgraph.nn.functional._linear import affine
 from fgraph.nn.functional._utils import (
     broadcast_shape,
     broadcasts_to,
@@ -89,17 +90,19 @@ def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tens
             f"linear: input of shape {tuple(input.shape)} and weight of shape {tuple(weight.shape)} do not fit: "
             "weight must be (out_features, in_features) with in_features equal to input.shape[-1]."
         )
-    # One contraction against the (out, in) weight: no transposed copy of it, and its gradient is formed directly.
-    out = einsum("...i,oi->...o", input, weight) if weight.ndim == 2 else matmul(input, weight)
+    out_shape = tuple(input.shape[:-1]) + tuple(weight.shape[:-1])
     if bias is not None:
         check_float(bias, "linear", "bias")
-        if not broadcasts_to(bias, tuple(out.shape)):
+        if not broadcasts_to(bias, out_shape):
             raise OpError(
-                f"linear: bias of shape {tuple(bias.shape)} does not broadcast to the output shape {tuple(out.shape)}; "
+                f"linear: bias of shape {tuple(bias.shape)} does not broadcast to the output shape {out_shape}; "
                 "it should be (out_features,)."
             )
-        out = out + bias
-    return out
+        if weight.ndim == 2 and bias.ndim == 1:  # the layer's case: one kernel, one node
+            return affine(input, weight, bias)
+    # One contraction against the (out, in) weight: no transposed copy of it, and its gradient is formed directly.
+    out = einsum("...i,oi->...o", input, weight) if weight.ndim == 2 else matmul(input, weight)
+    return out if bias is None else out + bias
 
 
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
