@@ -385,3 +385,54 @@ def test_vmap_composes_with_jacrev_hessian_jvp_and_hooks():
         return (t2 ** 2).sum()
 
     close(vmap(grad(hooked))(t64(xs)), 80 * xs)
+
+
+# -- the recorded path (fgraph/func/_recorded.py) -----------------------------------------------------------
+def test_vmap_runs_one_cached_program_per_structure_and_its_python_every_call():
+    _ = fg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(5, 8), nn.ReLU(), nn.Linear(8, 3)).double()
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    runs = []
+
+    def loss_fn(params, xi, yi):
+        runs.append(1)  # Python side effects happen on every call, as in eager code
+        return F.cross_entropy(functional_call(model, params, (xi[None],)), yi[None])
+
+    per_sample = vmap(grad(loss_fn), in_dims=(None, 0, 0))
+    fg.lazy.cache_clear()
+    fg.lazy.reset_stats()
+    for seed in range(3):
+        x = fg.tensor(np.random.default_rng(seed).standard_normal((6, 5)))
+        y = fg.tensor(np.random.default_rng(seed).integers(0, 3, 6))
+        got = per_sample(params, x, y)
+        for i in range(6):
+            want = fg.grad(F.cross_entropy(model(x[i:i + 1]), y[i:i + 1]), list(model.parameters()))
+            close(got["0.weight"][i], want[0].data)
+            close(got["2.bias"][i], want[3].data)
+    stats = fg.lazy.stats()
+    assert len(runs) == 3
+    assert (stats["traces"], stats["hits"]) == (1, 2), stats  # one program compiled, then replayed
+
+
+def test_vmap_of_a_function_that_needs_per_sample_values_falls_back_to_jax_vmap():
+    calls = []
+
+    def inner_vmap(x):  # a vmap inside reads the outer per-sample placeholders: recording gives up
+        calls.append(1)
+        return vmap(fg.mul)(x, x).sum(0)
+
+    mapped = vmap(inner_vmap)
+    xs = np.random.default_rng(3).standard_normal((4, 2, 3))
+    for _ in range(2):
+        close(mapped(t64(xs)), (xs * xs).sum(1))
+    assert len(calls) == 3  # the first call ran again on the general path; later calls take it directly
+
+
+def test_vmap_recorded_outputs_that_are_inputs_or_constants_follow_out_dims():
+    xs = np.arange(6.0).reshape(2, 3)
+    const = fg.tensor([1.0, 2.0])
+    same, c = vmap(lambda x: (x, const), out_dims=(1, 0))(t64(xs))
+    close(same, xs.T)
+    close(c, np.tile([1.0, 2.0], (2, 1)))
+    with pytest.raises(ValueError, match="out_dims"):
+        vmap(lambda x: x * 2, out_dims=None)(t64(xs))

@@ -1,10 +1,14 @@
 """``vmap``: torch.func's vectorizing map, built on ``jax.vmap`` over the fgraph program.
 
-The Tensor leaves of the arguments that are mapped (``in_dims`` not ``None``)
-enter ``jax.vmap`` as arrays; inside, ``func`` sees graph-free Tensors wrapping
-JAX's batch tracers, so every fgraph op (forward kernels, and the engine when
-``func`` calls ``fg.grad`` or a :mod:`fgraph.func` transform) runs once, batched.
-Unmapped arguments (``None``) and non-Tensor arguments are passed as they are.
+The common call takes the recorded path (``_recorded.py``): ``func`` runs on per-sample
+placeholders, its ops record kernel calls, and the records run as one cached
+``jax.jit(jax.vmap(...))`` program. The general path, for the rest (see
+:func:`_recordable`, and a ``func`` that reads per-sample values): the Tensor leaves of
+the arguments that are mapped (``in_dims`` not ``None``) enter ``jax.vmap`` as arrays;
+inside, ``func`` sees graph-free Tensors wrapping JAX's batch tracers, so every fgraph op
+(forward kernels, and the engine when ``func`` calls ``fg.grad`` or a :mod:`fgraph.func`
+transform) runs once, batched. Unmapped arguments (``None``) and non-Tensor arguments are
+passed as they are.
 
 Gradients: inside ``func`` every Tensor is graph-free; take gradients inside
 (``vmap(grad(f))``). Outside, when a mapped or unmapped input requires grad and
@@ -39,12 +43,15 @@ from fgraph import random as _random
 from fgraph._dtypes import is_differentiable_dtype
 from fgraph.autograd.function import Function
 from fgraph.autograd.grad_mode import enable_grad, is_grad_enabled
+from fgraph.func._recorded import BatchRecorder, ValuesNeeded
 from fgraph.func._tree import tensor_leaves, unflatten
+from fgraph.lazy._state import LAZY
 from fgraph.tensor import Tensor, _wrap
 
 __all__ = ["vmap"]
 
 _RANDOMNESS = ("error", "different", "same")
+_ArrayImpl = type(jnp.zeros(()))
 
 
 def _is_dim_leaf(x: Any) -> bool:
@@ -215,10 +222,47 @@ def _vmap_once(func: Callable, plan: _Plan, kwargs: dict, out_dims: Any, randomn
     except (ValueError, TypeError) as e:
         if not runner.finished:
             raise
-        raise ValueError(f"vmap: out_dims={out_dims!r} does not fit the output of `func`: {_jax_reason(e)} "
-                         "out_dims must be an int, or a tuple/pytree of ints and None matching the output's "
-                         "structure; None is only allowed for outputs that do not depend on the mapped inputs."
-                         ) from None
+        raise _out_dims_error(out_dims, e) from None
+
+
+def _out_dims_error(out_dims: Any, e: Exception) -> ValueError:
+    return ValueError(f"vmap: out_dims={out_dims!r} does not fit the output of `func`: {_jax_reason(e)} "
+                      "out_dims must be an int, or a tuple/pytree of ints and None matching the output's "
+                      "structure; None is only allowed for outputs that do not depend on the mapped inputs.")
+
+
+def _recordable(plan: _Plan, randomness: str, chunk_size: Optional[int]) -> bool:
+    """Whether a call can take the recorded path: concrete inputs, outside lazy mode and traces, no keys."""
+    if randomness != "error" or chunk_size is not None or LAZY.get() is not None:
+        return False
+    return all(type(leaf.data) is _ArrayImpl for leaf in plan.leaves if isinstance(leaf, Tensor))
+
+
+def _run_recorded(func: Callable, plan: _Plan, kwargs: dict, out_dims: Any) -> Any:
+    """``func`` recorded on per-sample placeholders and run as one cached vectorized program (``_recorded.py``)."""
+    rec = BatchRecorder()
+    leaves = [_detached(x) for x in plan.leaves]
+    for i in plan.batched:
+        leaves[i] = _wrap(rec.add_input(plan.leaves[i].data, plan.dims[i]))
+    generator = _random.default_generator
+    before = generator.get_state()
+    token = LAZY.set(rec)
+    try:
+        out = func(*unflatten(plan.treedef, leaves), **kwargs)
+    finally:
+        LAZY.reset(token)
+        drew = generator.get_state() is not before
+        generator.set_state(before)
+    if drew:
+        raise RuntimeError(_RANDOM_ERROR)
+    out_leaves, treedef = jax.tree_util.tree_flatten(out, is_leaf=_is_tensor_leaf)
+    arrays = [_to_array(x) for x in out_leaves]
+    dims = _dims_per_leaf(out_dims, out, "out_dims")
+    try:
+        batched = rec.run(arrays, dims)
+    except (ValueError, TypeError) as e:
+        raise _out_dims_error(out_dims, e) from None
+    return jax.tree_util.tree_unflatten(treedef, batched)
 
 
 def _jax_reason(e: Exception) -> str:
@@ -355,11 +399,18 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
     if not callable(func):
         raise TypeError(f"vmap: func must be callable, got {type(func).__name__}.")
 
+    records = [True]  # False once a call needed per-sample values: the general path from then on
+
     @functools.wraps(func)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         plan = _Plan(args, in_dims)
-        keys = _draw_keys(randomness, plan.size)
         recording = is_grad_enabled() and any(isinstance(t, Tensor) and t.requires_grad for t in plan.leaves)
+        if not recording and records[0] and _recordable(plan, randomness, chunk_size):
+            try:
+                return jax.tree_util.tree_map(_wrap, _run_recorded(func, plan, kwargs, out_dims))
+            except ValuesNeeded:
+                records[0] = False
+        keys = _draw_keys(randomness, plan.size)
         if not recording:
             out = _run_vmapped(func, plan, kwargs, out_dims, randomness, chunk_size, keys)
             return jax.tree_util.tree_map(_wrap, out)

@@ -52,6 +52,12 @@ class LazyArray:
         """Whether the trace that makes this value has run."""
         return self._concrete is not None
 
+    @property
+    def abstract(self) -> bool:
+        """Whether this is a per-sample value inside ``fgraph.func.vmap``: no one can read it (like a tracer)."""
+        rec = self._rec
+        return self._concrete is None and rec is not None and rec.abstract
+
     def value(self) -> jax.Array:
         """The concrete array; runs the pending trace first if it has not run yet."""
         if self._concrete is None:

@@ -105,6 +105,9 @@ class _Flat:
 class Recorder:
     """The pending trace of one ``with fg.lazy():`` block (see the module docstring)."""
 
+    #: Whether its placeholders stand for values no one may read (vmap's per-sample recorder).
+    abstract = False
+
     def __init__(self) -> None:
         self._reset()
 
@@ -214,16 +217,7 @@ class Recorder:
         externals = self.externals
         self._reset()  # before running: an error leaves a clean recorder
         STATS["flushes"] += 1
-        program = _PROGRAMS.get(key)
-        if program is None:
-            STATS["traces"] += 1
-            program = _PROGRAMS[key] = jax.jit(functools.partial(_replay, key[0], live_t))
-            if len(_PROGRAMS) > MAX_PROGRAMS:
-                _PROGRAMS.popitem(last=False)
-                STATS["evicted"] += 1
-        else:
-            STATS["hits"] += 1
-            _PROGRAMS.move_to_end(key)
+        program = cached_program(key, _jit_replay)
         token = LAZY.set(None)
         try:
             values = program(*externals)
@@ -236,6 +230,26 @@ class Recorder:
         for o, v in zip(alive, values):
             o._concrete = v
             o._rec = None
+
+
+def cached_program(key: tuple, make: Callable[[tuple], Callable]) -> Callable:
+    """The compiled program cached under ``key``, made by ``make(key)`` on a miss (bounded LRU, counted)."""
+    program = _PROGRAMS.get(key)
+    if program is None:
+        STATS["traces"] += 1
+        program = _PROGRAMS[key] = make(key)
+        if len(_PROGRAMS) > MAX_PROGRAMS:
+            _PROGRAMS.popitem(last=False)
+            STATS["evicted"] += 1
+    else:
+        STATS["hits"] += 1
+        _PROGRAMS.move_to_end(key)
+    return program
+
+
+def _jit_replay(key: tuple) -> Callable:
+    records, _, live = key
+    return jax.jit(functools.partial(_replay, records, live))
 
 
 def _is_lazy(x: Any) -> bool:

@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fgraph.errors import OpError
+from fgraph.lazy._array import LazyArray
 from fgraph.tensor import Tensor, type_name
 
 __all__ = ["is_traced", "index_array", "check_bounds", "norm_dim", "check_tensor", "bool_mask", "hashable_scalar"]
@@ -32,7 +33,8 @@ _INDEX_DTYPES = (np.dtype("int32"), np.dtype("int64"))
 
 def is_traced(x: Any) -> bool:
     """Whether ``x`` (a Tensor or an array) is a JAX tracer, i.e. its values are unknown."""
-    return isinstance(x.data if isinstance(x, Tensor) else x, jax.core.Tracer)
+    data = x.data if isinstance(x, Tensor) else x
+    return isinstance(data, jax.core.Tracer) or (type(data) is LazyArray and data.abstract)
 
 
 def check_tensor(x: Any, op: str, what: str = "input") -> Tensor:

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fgraph.errors import OpError
+from fgraph.lazy._array import LazyArray
 from fgraph.ops.reduction import mean, sum
 from fgraph.tensor import Tensor, _is_torch_tensor, _torch_message
 
@@ -45,7 +46,7 @@ def int_tuple(v: IntOrTuple, n: int, op: str, name: str) -> tuple[int, ...]:
 def is_traced(t: Any) -> bool:
     """Whether ``t`` (a Tensor or array) holds a JAX tracer (inside jit/vmap/compile)."""
     data = t.data if isinstance(t, Tensor) else t
-    return isinstance(data, jax.core.Tracer)
+    return isinstance(data, jax.core.Tracer) or (type(data) is LazyArray and data.abstract)
 
 
 def check_tensor(x: Any, op: str, name: str = "input") -> Tensor:
