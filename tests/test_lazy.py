@@ -186,3 +186,30 @@ def test_compile_mode_lazy_equals_eager():
     assert fg.lazy.stats()["flushes"] == 1
     with pytest.raises(ValueError, match="mode"):
         fg.compile(step, mode="fast")
+
+
+def test_a_fusable_backward_pass_is_one_record_and_a_hooked_one_node_by_node():
+    from fgraph.lazy import active_recorder
+
+    model = nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, 3)).double()
+    x, y = _data()
+    params = list(model.parameters())
+
+    def records_of_backward(hook):
+        with fg.lazy():
+            loss = ((model(x) - y) ** 2).mean()
+            if hook:
+                loss.register_hook(lambda g: g * 2)
+            before = len(active_recorder())
+            grads = fg.grad(loss, params)
+            recorded = len(active_recorder()) - before
+        return recorded, [g.numpy() for g in grads]
+
+    eager = [g.numpy() for g in fg.grad(((model(x) - y) ** 2).mean(), params)]
+    fused, fused_grads = records_of_backward(hook=False)
+    hooked, hooked_grads = records_of_backward(hook=True)
+    assert fused == 1  # the engine's traced run of this structure: one kernel call
+    assert hooked > len(params)  # a hook is Python in the pass: node by node, a record per rule kernel
+    for a, b, c in zip(fused_grads, hooked_grads, eager):
+        _close(a, c)
+        _close(b, 2 * c)

@@ -24,7 +24,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 import jax
 import jax.numpy as jnp
 
-from fgraph.autograd import fused_create_graph, fusion, segments
+from fgraph.autograd import fused_create_graph, fused_lazy, fusion, segments
 from fgraph.autograd._record_state import RECORD_EXTRAS
 from fgraph.autograd.anomaly import anomaly_apply
 from fgraph.autograd.grad_mode import _GRAD_ENABLED
@@ -360,7 +360,13 @@ def _execute_pass(roots: tuple, seeds: list, inputs: Optional[tuple], create_gra
                             anomaly_apply(anomaly))
             _run_callbacks(callbacks)
             return captured, leaf_grads
-        if not create_graph and LAZY.get() is None:  # lazy mode: the replay is already one program
+        lazy = LAZY.get()
+        if not create_graph and lazy is not None:  # one record for the pass (the replay is one program)
+            fused = fused_lazy.try_run(graph_root, root_nr, seeds, dependencies, exec_info, len(output_edges),
+                                       accumulate, lazy)
+            if fused is not None:
+                return fused
+        elif not create_graph:
             fused = fusion.try_run(graph_root, root_nr, seeds, dependencies, exec_info, len(output_edges),
                                    accumulate)
             if fused is None and len(dependencies) >= fusion.MAX_NODES:
@@ -368,7 +374,7 @@ def _execute_pass(roots: tuple, seeds: list, inputs: Optional[tuple], create_gra
                                          accumulate, min_topo)
             if fused is not None:
                 return fused
-        elif LAZY.get() is None:
+        elif lazy is None:
             fused = fused_create_graph.try_run(graph_root, root_nr, seeds, dependencies, exec_info,
                                                len(output_edges), accumulate)
             if fused is not None:

@@ -249,6 +249,9 @@ def _run_recorded(func: Callable, plan: _Plan, kwargs: dict, out_dims: Any) -> A
     token = LAZY.set(rec)
     try:
         out = func(*unflatten(plan.treedef, leaves), **kwargs)
+    except BaseException:
+        rec.discard()  # placeholders kept by the caller can no longer be read
+        raise
     finally:
         LAZY.reset(token)
         drew = generator.get_state() is not before
