@@ -213,3 +213,18 @@ def test_a_fusable_backward_pass_is_one_record_and_a_hooked_one_node_by_node():
     for a, b, c in zip(fused_grads, hooked_grads, eager):
         _close(a, c)
         _close(b, 2 * c)
+
+
+def test_a_structure_that_fails_to_trace_records_node_by_node(monkeypatch):
+    from fgraph.autograd import fused_lazy
+
+    def fail(plan):
+        raise RuntimeError("cannot trace")
+
+    monkeypatch.setattr(fused_lazy, "_trace", fail)
+    fused_lazy.clear_cache()
+    x = fg.tensor([0.3, -0.7, 1.1], dtype=fg.float64, requires_grad=True)
+    with fg.lazy():
+        (g,) = fg.grad((x.sin() * x).sum(), [x])
+    _close(g.numpy(), np.sin(x.numpy()) + x.numpy() * np.cos(x.numpy()))
+    fused_lazy.clear_cache()

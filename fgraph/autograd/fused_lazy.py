@@ -24,7 +24,8 @@ from fgraph.tensor import _wrap
 
 __all__ = ["try_run", "clear_cache"]
 
-_KERNELS: "OrderedDict[tuple, Callable]" = OrderedDict()
+_KERNELS: "OrderedDict[tuple, Optional[Callable]]" = OrderedDict()  # None: the structure failed to trace
+_UNSEEN = object()
 
 
 def clear_cache() -> None:
@@ -39,13 +40,19 @@ def try_run(graph_root: Node, root_nr: int, seeds: list, dependencies: dict, exe
     if found is None or found.packed:  # packed: unpack hooks run user code once per pass, node by node
         return None
     plan = fusion.make_plan(found, graph_root, root_nr, seeds, dependencies, exec_info, n_captured, accumulate)
-    kernel = _KERNELS.get(found.key)
-    if kernel is None:
-        kernel = _KERNELS[found.key] = _trace(plan)
+    kernel = _KERNELS.get(found.key, _UNSEEN)
+    if kernel is _UNSEEN:
+        try:
+            kernel = _trace(plan)
+        except Exception:  # as fusion does: a structure that fails to trace runs node by node for good
+            kernel = None
+        _KERNELS[found.key] = kernel
         if len(_KERNELS) > max(fusion._state["cache_size"], 1):
             _KERNELS.popitem(last=False)
     else:
         _KERNELS.move_to_end(found.key)
+    if kernel is None:
+        return None
     captured_arrays, leaf_arrays = recorder.call(kernel, plan.arrays)
     captured = [None if a is None else _wrap(a) for a in captured_arrays]
     accumulators = [node for node in found.order if type(node) is AccumulateGrad]
