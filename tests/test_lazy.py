@@ -213,6 +213,11 @@ def test_a_fusable_backward_pass_is_one_record_and_a_hooked_one_node_by_node():
     for a, b, c in zip(fused_grads, hooked_grads, eager):
         _close(a, c)
         _close(b, 2 * c)
+    from fgraph.autograd import fused_lazy
+
+    assert fused_lazy._KERNELS
+    fg.lazy.cache_clear()  # drops the traced backward kernels with the replay programs
+    assert not fused_lazy._KERNELS
 
 
 def test_a_structure_that_fails_to_trace_records_node_by_node(monkeypatch):

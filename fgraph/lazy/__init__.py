@@ -112,8 +112,12 @@ class lazy:
 
     @staticmethod
     def cache_clear() -> None:
-        """Drop every compiled replay program (the next flush of each structure traces again)."""
+        """Drop every compiled replay program and traced backward kernel (the next use of each
+        structure traces again)."""
+        from fgraph.autograd import fused_lazy  # imports this package
+
         cache_clear()
+        fused_lazy.clear_cache()
 
 
 def active_recorder() -> Optional[Recorder]:
