@@ -21,7 +21,7 @@ from fgraph.nn.modules.module import Module
 from fgraph.nn.parameter import Parameter, _make_parameter, owners, rebind, track
 from fgraph.optim.optimizer import Optimizer
 from fgraph.random import Generator, default_generator
-from fgraph.tensor import Tensor, _init_leaf, _new_object
+from fgraph.tensor import Tensor, _init_leaf, _new_object, _wrap
 
 __all__ = ["StateTable", "WritePlan", "capture", "distinct", "is_stateful"]
 
@@ -120,7 +120,9 @@ class StateTable:
                         if value is not None:
                             members.append((name, type(value), value.requires_grad))
                             values.append(value)
-                hooks = tuple([tuple(d.get(t, ())) for t in _HOOK_TABLES])
+                hooks = (tuple([tuple(d.get(t, ())) for t in _HOOK_TABLES])
+                         if d.get("_forward_pre_hooks") or d.get("_forward_hooks") or d.get("_backward_pre_hooks")
+                         or d.get("_backward_hooks") else None)
                 parts.append((obj.training, tuple(d["_modules"].items()), tuple(members), hooks))
             elif isinstance(obj, Optimizer):
                 obj._refresh()
@@ -393,9 +395,12 @@ def _standin(value: Any, traced: Any) -> Any:
 
 
 def _rebuild(array: Any, kind: tuple) -> Any:
+    """A program output back in its slot's type (the program's outputs are committed: no placing)."""
     if kind[0] == "parameter":
-        return _make_parameter(array, kind[1])
+        return _make_parameter(array, kind[1], place=False)
     if kind[0] == "tensor":
+        if not kind[1]:
+            return _wrap(array)
         out = _new_object(Tensor)
         _init_leaf(out, array, kind[1])
         return out

@@ -101,9 +101,9 @@ def placed(array: Any) -> Any:
     return jax.device_put(array, array.sharding)
 
 
-def _make_parameter(data: Any, requires_grad: bool) -> Parameter:
+def _make_parameter(data: Any, requires_grad: bool, place: bool = True) -> Parameter:
     p = _new_object(Parameter)
-    _init_leaf(p, placed(data), requires_grad)
+    _init_leaf(p, placed(data) if place else data, requires_grad)
     _set_owners(p, [])
     _set_lineage(p, None)
     return p
