@@ -35,6 +35,17 @@ def test_cross_entropy_class_index_out_of_range():
         F.cross_entropy(logits(3, 4), fg.tensor([0, 4, 1]))
 
 
+def test_a_target_checked_once_is_checked_again_against_other_inputs():
+    # the host range of a target array is remembered (arrays are immutable); the bound is not
+    target = fg.tensor([0, 4, 1])
+    F.cross_entropy(logits(3, 5), target)
+    with pytest.raises(IndexError, match=r"cross_entropy: target 4 is out of bounds for 4 classes"):
+        F.cross_entropy(logits(3, 4), target)
+    F.cross_entropy(logits(3, 4), target, ignore_index=4)  # a different ignore_index: scanned again
+    with pytest.raises(IndexError, match=r"target -1 is out of bounds"):
+        F.cross_entropy(logits(3, 4), fg.tensor([0, -1, 1]), ignore_index=4)
+
+
 def test_nll_loss_negative_class_index():
     with pytest.raises(IndexError, match=r"nll_loss: target -1 is out of bounds .*ignore_index=-100"):
         F.nll_loss(logits(3, 4), fg.tensor([0, -1, 1]))

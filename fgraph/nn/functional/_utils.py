@@ -58,10 +58,21 @@ def check_tensor(x: Any, op: str, name: str = "input") -> Tensor:
     return x
 
 
+_KIND: dict = {}  # dtype -> (inexact, integer); jnp.issubdtype costs microseconds per call
+
+
+def _kind(dtype: Any) -> tuple[bool, bool]:
+    kind = _KIND.get(dtype)
+    if kind is None:
+        kind = _KIND[dtype] = (bool(jnp.issubdtype(dtype, jnp.inexact)),
+                               dtype != np.bool_ and bool(jnp.issubdtype(dtype, jnp.integer)))
+    return kind
+
+
 def check_float(x: Any, op: str, name: str = "input") -> Tensor:
     """``x`` if it is a floating-point Tensor, else an error naming the dtype and the fix."""
     check_tensor(x, op, name)
-    if not jnp.issubdtype(x.dtype, jnp.inexact):
+    if not _kind(x.dtype)[0]:
         raise OpError(
             f"{op}: '{name}' must be a floating-point tensor, got dtype {x.dtype} (shape {tuple(x.shape)}); "
             "convert it with .float() or .double()."
@@ -72,7 +83,7 @@ def check_float(x: Any, op: str, name: str = "input") -> Tensor:
 def check_integer(x: Any, op: str, name: str) -> Tensor:
     """``x`` if it is an integer Tensor (class indices), else an error naming the dtype and the fix."""
     check_tensor(x, op, name)
-    if x.dtype == np.bool_ or not jnp.issubdtype(x.dtype, jnp.integer):
+    if not _kind(x.dtype)[1]:
         raise OpError(
             f"{op}: '{name}' must be an integer tensor of class indices, got dtype {x.dtype} "
             f"(shape {tuple(x.shape)}); convert it with .long()."
@@ -115,11 +126,11 @@ def broadcast_shape(op: str, *tensors: Tensor) -> tuple[int, ...]:
 
 
 def broadcasts_to(t: Tensor, shape: tuple[int, ...]) -> bool:
-    """Whether ``t`` broadcasts to exactly ``shape``."""
-    try:
-        return tuple(jnp.broadcast_shapes(tuple(t.shape), tuple(shape))) == tuple(shape)
-    except ValueError:
+    """Whether ``t`` broadcasts to exactly ``shape``: no more dimensions, each 1 or equal (from the right)."""
+    own = tuple(t.shape)
+    if len(own) > len(shape):
         return False
+    return all(a == 1 or a == b for a, b in zip(reversed(own), reversed(tuple(shape))))
 
 
 def legacy_reduction(size_average: Optional[bool], reduce: Optional[bool], reduction: str) -> str:

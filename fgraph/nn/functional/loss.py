@@ -25,8 +25,10 @@ Example:
 """
 from __future__ import annotations
 
+import collections
 import warnings
-from typing import Optional
+import weakref
+from typing import Any, Optional
 
 import jax
 import jax.numpy as jnp
@@ -184,6 +186,29 @@ def _class_weight(op: str, weight: Optional[Tensor], input: Tensor, class_dim: i
     return reshape(weight, tuple(shape))
 
 
+_RANGES: "collections.OrderedDict[tuple, tuple]" = collections.OrderedDict()  # (id, ignore_index) -> ...
+
+
+def _target_range(array: Any, ignore_index: int) -> tuple:
+    """``(min, max)`` of the class indices other than ``ignore_index`` (``(None, None)``: none), read
+    from the host once per array: arrays are immutable, and a loop reusing its targets (a full
+    batch, a fixed validation set) should not copy them to the host and scan them every step."""
+    key = (id(array), ignore_index)
+    known = _RANGES.get(key)
+    if known is not None and known[0]() is array:
+        return known[1]
+    values = np.asarray(array)
+    values = values[values != ignore_index]
+    found = (int(values.min()), int(values.max())) if values.size else (None, None)
+    try:
+        _RANGES[key] = (weakref.ref(array), found)
+    except TypeError:  # an array type without weak references: not cached
+        return found
+    if len(_RANGES) > 16:
+        _RANGES.popitem(last=False)
+    return found
+
+
 def _check_class_target(op: str, input: Tensor, target: Tensor, class_dim: int, ignore_index: int) -> None:
     check_integer(target, op, "target")
     expected = tuple(input.shape[:class_dim] + input.shape[class_dim + 1:])
@@ -194,11 +219,10 @@ def _check_class_target(op: str, input: Tensor, target: Tensor, class_dim: int, 
         )
     if is_traced(target) or not target.numel():
         return
-    values = np.asarray(target.data)
-    values = values[values != ignore_index]
+    low, high = _target_range(target.data, ignore_index)
     c = input.shape[class_dim]
-    if values.size and (values.min() < 0 or values.max() >= c):
-        bad = int(values.min()) if values.min() < 0 else int(values.max())
+    if low is not None and (low < 0 or high >= c):
+        bad = low if low < 0 else high
         raise IndexError(
             f"{op}: target {bad} is out of bounds for {c} classes (class indices must lie in [0, {c - 1}] "
             f"or equal ignore_index={ignore_index})."
