@@ -11,6 +11,7 @@ correct, only slower.
 """
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any, Callable, Optional
 
@@ -41,7 +42,7 @@ class LazyArray:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)  # np.prod of a tuple costs microseconds
 
     @property
     def committed(self) -> bool:
