@@ -23,7 +23,14 @@ from typing import Callable, Optional
 import jax
 import numpy as np
 
-import fgraph as fg
+#: ``FGRAPH_BENCH_SYNC_DISPATCH=1`` runs every peer with JAX's CPU async dispatch off. JAX hands each
+#: "expensive" CPU program to a worker thread; on a small VM the hand-off can cost more than a small
+#: program itself. The flag must be set before the CPU backend starts, so before fgraph is imported.
+SYNC_DISPATCH = os.environ.get("FGRAPH_BENCH_SYNC_DISPATCH") == "1"
+if SYNC_DISPATCH:
+    jax.config.update("jax_cpu_enable_async_dispatch", False)
+
+import fgraph as fg  # noqa: E402 (after the dispatch setting)
 
 try:
     import torch
@@ -162,7 +169,8 @@ def thread_settings() -> list[str]:
         note = "  (busy machine: expect noise; ratios are fairer than absolute times)" if load > 0.5 else ""
         lines.append(f"load average (1 min) at start: {load:.2f}{note}")
     lines.append("env: " + (", ".join(f"{k}={v}" for k, v in env.items()) or "no thread-related variables set"))
-    lines.append("jax/XLA CPU: default thread pool (one thread per usable core unless XLA_FLAGS says otherwise)")
+    lines.append("jax/XLA CPU: default thread pool (one thread per usable core unless XLA_FLAGS says otherwise); "
+                 + ("async dispatch OFF (FGRAPH_BENCH_SYNC_DISPATCH=1)" if SYNC_DISPATCH else "async dispatch on (JAX's default)"))
     if torch is not None:
         lines.append(f"torch {torch.__version__} on cpu: num_threads={torch.get_num_threads()} (one per usable core), "
                      f"num_interop_threads={torch.get_num_interop_threads()}")

@@ -89,7 +89,21 @@ class Generator:
     def __init__(self, seed: int = 0) -> None:
         self._lock = threading.Lock()
         self._seed = _seed_value(seed)
-        self._key = _seed_key(self._seed)
+        self._state: Optional[jax.Array] = None  # the key, made on first use (see _key)
+
+    @property
+    def _key(self) -> jax.Array:
+        # Made on first use, not in __init__: making an array starts JAX's backend, and importing
+        # fgraph (which makes the default generator) must not, so that JAX settings made after the
+        # import still apply. The key depends only on the seed, so when it is made does not matter.
+        state = self._state
+        if state is None:
+            state = self._state = _seed_key(self._seed)
+        return state
+
+    @_key.setter
+    def _key(self, state: jax.Array) -> None:
+        self._state = state
 
     def __repr__(self) -> str:
         return f"<fgraph.Generator initial_seed={self._seed}>"
@@ -97,10 +111,9 @@ class Generator:
     def manual_seed(self, seed: int) -> "Generator":
         """Restart the stream from ``seed``; returns the generator."""
         seed = _seed_value(seed)
-        key = _seed_key(seed)
         with self._lock:
             self._seed = seed
-            self._key = key
+            self._state = None  # the new stream's key is made on first use
         return self
 
     def seed(self) -> int:

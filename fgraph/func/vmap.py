@@ -46,12 +46,12 @@ from fgraph.autograd.grad_mode import enable_grad, is_grad_enabled
 from fgraph.func._recorded import BatchRecorder, ValuesNeeded
 from fgraph.func._tree import tensor_leaves, unflatten
 from fgraph.lazy._state import LAZY
+from fgraph.lazy._recorder import array_type
 from fgraph.tensor import Tensor, _wrap
 
 __all__ = ["vmap"]
 
 _RANDOMNESS = ("error", "different", "same")
-_ArrayImpl = type(jnp.zeros(()))
 
 
 def _is_dim_leaf(x: Any) -> bool:
@@ -235,7 +235,8 @@ def _recordable(plan: _Plan, randomness: str, chunk_size: Optional[int]) -> bool
     """Whether a call can take the recorded path: concrete inputs, outside lazy mode and traces, no keys."""
     if randomness != "error" or chunk_size is not None or LAZY.get() is not None:
         return False
-    return all(type(leaf.data) is _ArrayImpl for leaf in plan.leaves if isinstance(leaf, Tensor))
+    array_class = array_type()
+    return all(type(leaf.data) is array_class for leaf in plan.leaves if isinstance(leaf, Tensor))
 
 
 def _run_recorded(func: Callable, plan: _Plan, kwargs: dict, out_dims: Any) -> Any:

@@ -37,7 +37,19 @@ MAX_PROGRAMS = 64
 #: ``bypassed`` (calls run eagerly: tracer or unusual arguments), ``evicted``.
 STATS: dict[str, int] = dict.fromkeys(("records", "flushes", "traces", "hits", "signatures", "bypassed", "evicted"), 0)
 
-_ArrayImpl = type(jnp.zeros(()))
+_ArrayImpl: Any = None  # jax.Array's concrete class, found by array_type() (not at import: see there)
+
+
+def array_type() -> type:
+    """The concrete class of ``jax.Array`` values (for ``type(x) is ...`` tests on hot paths).
+
+    Found on first use: making an array starts JAX's backend, and importing fgraph must not,
+    so that settings a user makes after ``import fgraph`` (platform, CPU dispatch) still apply.
+    """
+    global _ArrayImpl
+    if _ArrayImpl is None:
+        _ArrayImpl = type(jnp.zeros(()))
+    return _ArrayImpl
 _SCALARS = frozenset((bool, int, float, complex))
 #: Python scalars met as kernel arguments, as weakly typed device arrays (what ``jax.jit`` makes of them), so a
 #: replay takes them without a host-to-device copy per call; bounded (a changing value is a new entry).
@@ -109,6 +121,7 @@ class Recorder:
     abstract = False
 
     def __init__(self) -> None:
+        array_type()  # the class call() compares against
         self._reset()
 
     def _reset(self) -> None:
