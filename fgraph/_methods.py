@@ -14,7 +14,7 @@ import jax
 
 
 from fgraph.ops import elementwise as ew
-from fgraph.ops import indexing, linalg, reduction, rounding, shape
+from fgraph.ops import indexing, linalg, rounding, shape
 from fgraph.tensor import Tensor, _rewrap
 
 

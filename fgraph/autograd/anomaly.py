@@ -20,7 +20,6 @@ Example:
 """
 from __future__ import annotations
 
-import contextvars
 import os
 import traceback
 from typing import Any, Callable, Optional

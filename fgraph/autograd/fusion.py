@@ -47,7 +47,7 @@ import jax
 
 from fgraph.autograd.graph import AccumulateGrad, GraphRoot, Node
 from fgraph.autograd.saved_tensors import Packed
-from fgraph.tensor import Tensor, _wrap
+from fgraph.tensor import _wrap
 
 __all__ = ["set_enabled", "is_enabled", "set_background", "set_cache_size", "stats", "reset_stats", "clear_cache",
            "wait_for_compiles"]

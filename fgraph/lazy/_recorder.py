@@ -20,7 +20,6 @@ from typing import Any, Callable, Optional
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from fgraph.lazy._array import LazyArray
 from fgraph.lazy._state import LAZY

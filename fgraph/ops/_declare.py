@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 from collections import namedtuple
-from typing import Any, Callable, NamedTuple, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 import jax
 import jax.numpy as jnp

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 import warnings
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 import jax.numpy as jnp
 import numpy as np

@@ -97,7 +97,7 @@ def _run_eig(A: Tensor, op: str) -> tuple:
         return apply_op(EIG, (A,))
     except OpError:
         raise
-    except Exception as exc:  # XLA's "not implemented on this platform"
+    except Exception:  # XLA's "not implemented on this platform"
         platforms = sorted({d.platform for d in A.data.devices()}) if isinstance(A.data, jax.Array) else []
         if platforms and platforms != ["cpu"]:
             raise OpError(

@@ -34,7 +34,7 @@ import jax.scipy.linalg as jsl
 import numpy as np
 
 from fgraph.errors import OpError
-from fgraph.ops._declare import apply_op, apply_unary, declare
+from fgraph.ops._declare import apply_unary, declare
 from fgraph.ops._linalg_util import broadcast_batch, check_matrix, check_same_dtype, check_tensor
 from fgraph.ops.decompositions import cholesky, svdvals
 from fgraph.ops.linalg import matmul

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 
 from fgraph._dtypes import canonical_dtype
 from fgraph.errors import OpError
-from fgraph.ops._declare import apply_op, apply_unary, declare
+from fgraph.ops._declare import apply_unary, declare
 from fgraph.tensor import Tensor, type_name
 
 Dim = Union[int, Sequence[int], None]

@@ -24,7 +24,6 @@ from typing import Any, Optional, Union
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from fgraph.errors import OpError
 from fgraph.ops._declare import apply_op, declare

@@ -27,7 +27,7 @@ from fgraph.ops._index_checks import is_traced
 from fgraph.ops.reduction import check_tensor
 from fgraph.ops.reduction_minmax import _index_dtype
 from fgraph.ops.sorting import _dim
-from fgraph.tensor import Tensor, _wrap, type_name
+from fgraph.tensor import Tensor, _wrap
 
 __all__ = ["unique", "unique_consecutive", "nonzero", "argwhere", "bincount"]
 

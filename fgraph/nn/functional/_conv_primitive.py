@@ -17,7 +17,6 @@ Example:
 from __future__ import annotations
 
 import jax
-import numpy as np
 
 from fgraph.ops._declare import apply_op, declare
 from fgraph.ops.movement import flip

@@ -27,7 +27,7 @@ Example:
 from __future__ import annotations
 
 import functools
-from typing import Any, Sequence, Union
+from typing import Sequence, Union
 
 import jax
 import jax.numpy as jnp

@@ -30,7 +30,6 @@ import warnings
 import weakref
 from typing import Any, Optional
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -67,7 +66,7 @@ from fgraph.ops.elementwise import (
 )
 from fgraph.ops.reduction import sum as _sum
 from fgraph.ops.shape import reshape, unsqueeze
-from fgraph.tensor import Tensor, _wrap
+from fgraph.tensor import Tensor
 
 
 def _pair(op: str, input: Tensor, target: Tensor) -> None:
