@@ -124,8 +124,11 @@ class CompiledFunction:
                 spec, *_split(state_inputs, spec.donated[0]), *_split(arg_inputs, spec.donated[1]))
         finally:
             self._pending = None
-        spec.table.write_back(placement.value, new_state)
-        return _import(outputs, spec.table, leaves)
+        table = spec.table
+        final = table.write_back(placement.value, new_state)
+        result = _import(outputs, table, leaves)
+        table.settle(placement.value, final)
+        return result
 
     def _prepare(self, args: tuple, kwargs: dict, leaves: list, treedef: Any) -> tuple:
         """Capture the objects' state and work out the program's static argument (and remember it)."""
@@ -150,7 +153,7 @@ class CompiledFunction:
         donated_inputs = {which[i] for i, slot in enumerate(table.slots) if slot.owner in donated_objects}
         state_mask = tuple(i in donated_inputs for i in range(len(state_inputs)))
         arg_mask = tuple(arg_mask)
-        key = (treedef, tuple(kinds), table.structure(), arg_mask, state_mask)
+        key = (treedef, tuple(kinds), table.structure(), which, arg_mask, state_mask)
         spec = _Spec(key, table, treedef, tuple(kinds), which, (state_mask, arg_mask))
         self._last = _LastCall(treedef, static_flags, positions, object_index, spec, table.snapshot()[0])
         return spec, state_inputs, arg_inputs, positions
@@ -176,9 +179,11 @@ class CompiledFunction:
         fingerprint, values = spec.table.snapshot()
         if fingerprint != last.fingerprint:
             return None
-        state_inputs, which = distinct(values)
-        if which != spec.which:
-            return None
+        state_inputs, which = spec.table.known_inputs(values), spec.which
+        if state_inputs is None:
+            state_inputs, which = distinct(values)
+            if which != spec.which:
+                return None
         spec.table.reuse(values, which)
         return spec, state_inputs, arg_inputs, last.positions
 

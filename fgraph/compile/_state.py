@@ -15,7 +15,8 @@ so tied parameters stay tied and every holder sees the new ones.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, NamedTuple
+import operator
+from typing import Any, Iterable, NamedTuple, Optional
 
 from fgraph.nn.modules.module import Module
 from fgraph.nn.parameter import Parameter, _make_parameter, owners, rebind, track
@@ -47,6 +48,7 @@ class StateTable:
         self.slots: list[Slot] = []
         self.values: list = []          # the slot's value: a Tensor, a key array, or a number / tuple of numbers
         self._saved_state: dict = {}    # optimizer index -> its ``state`` dict (restored after tracing)
+        self._next_inputs = None        # see settle
         for index, obj in enumerate(objects):
             if isinstance(obj, Module):
                 self._capture_module(index, obj)
@@ -150,6 +152,25 @@ class StateTable:
         self.values = values
         self._which = which
 
+    def known_inputs(self, values: list) -> Optional[list]:
+        """The program inputs of ``values`` (from :meth:`snapshot`) without working them out, when the
+        slots still hold exactly what the last :meth:`settle` left there (the usual next step)."""
+        known = self._next_inputs
+        if known is None or len(values) != len(self.values) or not all(map(operator.is_, values, self.values)):
+            return None
+        return known
+
+    def settle(self, plan: "WritePlan", final: list) -> None:
+        """After :meth:`write_back`: remember that the slots hold ``final`` and work out the next call's
+        inputs now, while the program runs. The call's own inputs are let go here too, so they are freed
+        while the program runs rather than at the next call, before it can start."""
+        self._next_inputs = None
+        if plan.same_slots:  # the step kept the slots (not an optimizer's first step)
+            inputs, which = distinct(final)
+            self.values = final
+            if which == self._which:
+                self._next_inputs = inputs
+
     # -- while tracing ----------------------------------------------------------------------------------
     def install(self, inputs: list, which: tuple) -> None:
         """Put stand-ins holding ``inputs`` (traced) into every slot."""
@@ -207,7 +228,7 @@ class StateTable:
                 position[id(value)] = len(outputs)
                 outputs.append(_array_of(value))
             sources.append((_NEW, position[id(value)], _kind_of(value)))
-        return WritePlan.of(tuple(probe.slots), tuple(sources), slot_index), outputs
+        return WritePlan.of(tuple(probe.slots), tuple(sources), slot_index, tuple(self.slots)), outputs
 
     def restore(self) -> None:
         """Put every captured value back (after tracing, also after a failed trace)."""
@@ -222,9 +243,9 @@ class StateTable:
         self._saved_state = {}
 
     # -- after the program ran -------------------------------------------------------------------------
-    def write_back(self, plan: "WritePlan", new: list) -> None:
+    def write_back(self, plan: "WritePlan", new: list) -> list:
         """Put the program's results into the objects as the eager step would have (parameters rebound,
-        optimizer state keyed by the new parameters)."""
+        optimizer state keyed by the new parameters); returns each of ``plan.slots``' new value."""
         values = self.values
         made: dict = {}
         final = []
@@ -251,6 +272,7 @@ class StateTable:
         for owner, entries in states.items():
             opt = self.objects[owner]
             opt.state = {opt.param_groups[g]["params"][i]: entry for (g, i), entry in entries.items()}
+        return final
 
     # -- slot access ----------------------------------------------------------------------------------------
     def _put(self, slot: Slot, value: Any, *, fresh: bool) -> None:
@@ -288,9 +310,10 @@ class WritePlan(NamedTuple):
     puts: tuple        # positions of the slots written directly (all but optimizer state and options)
     states: tuple      # (position, optimizer index, group, param index, key) of optimizer state entries
     optimizers: tuple  # the optimizers whose state is rebuilt (keyed by their new parameters)
+    same_slots: bool   # whether the step left the slots it was called with (the steady state)
 
     @classmethod
-    def of(cls, slots: tuple, sources: tuple, slot_index: dict) -> "WritePlan":
+    def of(cls, slots: tuple, sources: tuple, slot_index: dict, captured: tuple) -> "WritePlan":
         renamable, puts, states, optimizers = [], [], [], []
         for position, slot in enumerate(slots):
             if slot.kind in ("module", "param") and slot in slot_index:
@@ -301,7 +324,7 @@ class WritePlan(NamedTuple):
                 puts.append(position)
             if slot.kind in ("param", "state") and slot.owner not in optimizers:
                 optimizers.append(slot.owner)
-        return cls(slots, sources, tuple(renamable), tuple(puts), tuple(states), tuple(optimizers))
+        return cls(slots, sources, tuple(renamable), tuple(puts), tuple(states), tuple(optimizers), slots == captured)
 
 
 def capture(objects: Iterable[Any]) -> StateTable:
