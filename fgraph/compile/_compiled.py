@@ -22,7 +22,7 @@ import numpy as np
 from fgraph.autograd.engine import Gradients
 from fgraph.compile._errors import translating_tracer_errors
 from fgraph.compile._explain import describe_retrace, signature
-from fgraph.compile._state import StateTable, capture, distinct, is_stateful
+from fgraph.compile._state import StateTable, capture, distinct, is_stateful, value_kinds
 from fgraph.tensor import Tensor, _init_leaf, _new_object, _wrap
 
 __all__ = ["CompiledFunction"]
@@ -55,6 +55,7 @@ class _LastCall(NamedTuple):
     object_index: dict   # id -> index of the objects in the table (which keeps them alive)
     spec: _Spec
     fingerprint: tuple   # StateTable.snapshot's, when the call was prepared
+    kinds: tuple         # value_kinds of the slots' values then
 
 
 class _Static:
@@ -155,7 +156,8 @@ class CompiledFunction:
         arg_mask = tuple(arg_mask)
         key = (treedef, tuple(kinds), table.structure(), which, arg_mask, state_mask)
         spec = _Spec(key, table, treedef, tuple(kinds), which, (state_mask, arg_mask))
-        self._last = _LastCall(treedef, static_flags, positions, object_index, spec, table.snapshot()[0])
+        fingerprint, values = table.snapshot()
+        self._last = _LastCall(treedef, static_flags, positions, object_index, spec, fingerprint, value_kinds(values))
         return spec, state_inputs, arg_inputs, positions
 
     def _reuse(self, leaves: list, treedef: Any) -> Optional[tuple]:
@@ -181,6 +183,8 @@ class CompiledFunction:
             return None
         state_inputs, which = spec.table.known_inputs(values), spec.which
         if state_inputs is None:
+            if value_kinds(values) != last.kinds:
+                return None
             state_inputs, which = distinct(values)
             if which != spec.which:
                 return None

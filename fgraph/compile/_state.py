@@ -24,7 +24,7 @@ from fgraph.optim.optimizer import Optimizer
 from fgraph.random import Generator, default_generator
 from fgraph.tensor import Tensor, _init_leaf, _new_object, _wrap
 
-__all__ = ["StateTable", "WritePlan", "capture", "distinct", "is_stateful"]
+__all__ = ["StateTable", "WritePlan", "capture", "distinct", "is_stateful", "value_kinds"]
 
 _HOOK_TABLES = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
 
@@ -105,27 +105,30 @@ class StateTable:
         return tuple(parts), (tuple(self.slots), tuple([_kind_of(value) for value in self.values]))
 
     def snapshot(self) -> tuple[tuple, list]:
-        """``(fingerprint, values)``: what decides these objects' slots and traced program, and the
-        slots' values now, read in one cheap walk (no submodule or owner search).
+        """``(fingerprint, values)``: what decides these objects' slots and traced program, besides the
+        kinds of the values (:func:`value_kinds`), and the slots' values now, read in one cheap walk (no
+        submodule or owner search).
 
-        A compiled step calls it on the table of its previous call: an equal fingerprint means the
-        same slots, structure and program, so the table is reused with the fresh values.
+        A compiled step calls it on the table of its previous call: an equal fingerprint, with values of
+        the same kinds, means the same slots, structure and program, so the table is reused with the
+        fresh values. (Tensors are immutable records: values identical to the last call's have the same
+        kinds, and need no second look.)
         """
         parts: list = []
         values: list = []
         for obj in self.objects:
             if isinstance(obj, Module):
                 d = obj.__dict__
-                members = []
+                names = []
                 for table in ("_parameters", "_buffers"):
                     for name, value in d[table].items():
                         if value is not None:
-                            members.append((name, type(value), value.requires_grad))
+                            names.append(name)
                             values.append(value)
                 hooks = (tuple([tuple(d.get(t, ())) for t in _HOOK_TABLES])
                          if d.get("_forward_pre_hooks") or d.get("_forward_hooks") or d.get("_backward_pre_hooks")
                          or d.get("_backward_hooks") else None)
-                parts.append((obj.training, tuple(d["_modules"].items()), tuple(members), hooks))
+                parts.append((obj.training, tuple(d["_modules"].items()), tuple(names), hooks))
             elif isinstance(obj, Optimizer):
                 obj._refresh()
                 hyper = obj._hyper
@@ -136,8 +139,7 @@ class StateTable:
                         values.append(p)
                         state = obj.state.get(p)
                         if state:
-                            entries.append(tuple([(key, type(v), getattr(v, "requires_grad", None))
-                                                  for key, v in state.items()]))
+                            entries.append(tuple(state))
                             values.extend(state.values())
                         else:
                             entries.append(())
@@ -377,6 +379,11 @@ def slot_name(table: StateTable, slot: Slot) -> str:
 
 
 # -- values ---------------------------------------------------------------------------------------------
+def value_kinds(values: list) -> tuple:
+    """What about each slot's value, besides its shape and dtype, shapes the traced program."""
+    return tuple([_kind_of(value) for value in values])
+
+
 def distinct(values: list) -> tuple[list, tuple]:
     """The distinct values (by identity) as program inputs, and per value the index of its input."""
     inputs: list = []
