@@ -358,9 +358,12 @@ def test_a_steady_step_reuses_the_inputs_its_write_back_left(monkeypatch):
         for i, (x, y) in enumerate(batches):
             if i == 5:  # a direct write into the parameter table (no setattr, no rebind: the optimizer keeps the old)
                 model[2]._parameters["bias"] = fg.nn.Parameter(fg.zeros(3, dtype=fg.float64))
+            if i == 6:  # the same, with a frozen parameter: a new program (no gradient for it)
+                frozen = fg.nn.Parameter(model[0].weight.detach(), requires_grad=False)
+                model[0]._parameters["weight"] = frozen
             losses.append(step(model, opt, x, y).item())
         runs.append((np.array(losses), model.state_dict()))
     (a, state_a), (b, state_b) = runs
     np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)
     assert _max_state_gap(state_a, state_b) < 1e-9
-    assert len(worked_out) == 1  # only at step 5: steps 2-4 and 6-7 reused what the write-back left
+    assert len(worked_out) == 1  # only at step 5 (step 6 holds a new kind of value: a new program)
