@@ -242,3 +242,45 @@ def test_segments_match_jax_before_and_after_they_compile(fresh_fusion, monkeypa
     after = fusion.stats()
     assert after["hits"] > before["hits"], "repeated segments should run fused"
     assert after["compile_failures"] == before["compile_failures"]
+
+
+def test_a_long_graph_unpacks_each_packed_saved_tensor_once_per_backward(fresh_fusion, monkeypatch):
+    """As in PyTorch, an unpack hook runs once per saved tensor and backward, also in a graph over
+    MAX_NODES (whose plain passes run as segments), and the gradients match JAX."""
+    monkeypatch.setattr(fusion, "MAX_NODES", 24)
+    arrays = [np.array([0.3, -0.2, 0.9, 0.1]), np.array([0.7, 0.8, 0.9, 1.1]), np.array([0.01, -0.02, 0.03, 0.0])]
+    n = 37
+
+    def f(x, c, d):
+        return _long(x, c, d, n, (jnp.sin, jnp.tanh, _jnp_split))
+
+    expected = jax.grad(f, argnums=(0, 1, 2))(*map(jnp.asarray, arrays))
+    for _ in range(3):
+        unpacked = []
+        leaves = [fg.tensor(a, dtype="float64", requires_grad=True) for a in arrays]
+        with fg.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: unpacked.append(1) or t):
+            out = _long(*leaves, n, (fg.sin, fg.tanh, _fg_split))
+        packed = len(unpacked)
+        assert packed == 0
+        for got, want in zip(fg.grad(out, leaves), expected):
+            np.testing.assert_allclose(got.numpy(), np.asarray(want), rtol=1e-12)
+        fusion.wait_for_compiles()
+        saved = sum(map(_packed_count, _nodes(out)))
+        assert len(unpacked) == saved > 0
+
+
+def _packed_count(node):
+    result = getattr(node, "saved_result", None)
+    held = list(getattr(node, "saved_inputs", None) or ()) + list(result if isinstance(result, tuple) else [result])
+    return sum(type(a) is fg.autograd.saved_tensors.Packed for a in held)
+
+
+def _nodes(out):
+    seen, stack = set(), [out.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        stack.extend(e[0] for e in node.next_edges if e is not None)
+    return seen

@@ -44,7 +44,12 @@ class Packed:
 
     __slots__ = ("value", "unpack", "edge")
 
+    #: Whether any saved tensor was ever packed in this process: until one is, a backward pass need
+    #: not look for packed saved tensors in its nodes.
+    ever_made = False
+
     def __init__(self, value: Any, unpack: Callable[[Any], Any], edge: Any) -> None:
+        Packed.ever_made = True
         self.value = value
         self.unpack = unpack
         self.edge = edge

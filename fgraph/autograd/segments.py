@@ -99,6 +99,7 @@ def _execution_order(root: Node, dependencies: dict, exec_info: Optional[dict]) 
     from fgraph.ops._declare import OpNode
 
     remaining = dict(dependencies)
+    packing = Packed.ever_made
     heap = [(-root.sequence_nr, 0, root)]
     tie = 1
     order = []
@@ -109,7 +110,7 @@ def _execution_order(root: Node, dependencies: dict, exec_info: Optional[dict]) 
             return None
         if type(fn) is AccumulateGrad:
             continue
-        if not isinstance(fn, OpNode) or fn.op.rule is None or Packed in fn.saved_kinds():
+        if not isinstance(fn, OpNode) or fn.op.rule is None or (packing and Packed in fn.saved_kinds()):
             return None
         if exec_info is not None and not exec_info[fn].needed:
             continue
@@ -124,6 +125,10 @@ def _execution_order(root: Node, dependencies: dict, exec_info: Optional[dict]) 
                     heapq.heappush(heap, (-nxt.sequence_nr, tie, nxt))
                     tie += 1
     return order
+
+
+_NEEDED_MARKS = (True, None)
+_SKIPPED_MARKS = (False, None)
 
 
 def _plan(nodes: list, pending: dict, position: dict, exec_info: Optional[dict], accumulate: bool) -> tuple:
@@ -146,10 +151,16 @@ def _plan(nodes: list, pending: dict, position: dict, exec_info: Optional[dict],
                 signature.append((ref, slot, g.data.aval))
     infos = []
     layout = []
+    local_index = local.get
     for node in nodes:
         info = None if exec_info is None else exec_info[node]
         infos.append(info)
-        marks = None if info is None else (info.needed, None if info.captures is None else tuple(info.captures))
+        if info is None:
+            marks = None
+        elif info.captures is None:
+            marks = _NEEDED_MARKS if info.needed else _SKIPPED_MARKS
+        else:
+            marks = (info.needed, tuple(info.captures))
         if type(node) is AccumulateGrad:
             layout.append(None)
             signature.append((0, marks))
@@ -159,19 +170,21 @@ def _plan(nodes: list, pending: dict, position: dict, exec_info: Optional[dict],
             if edge is None:
                 edges.append(None)
                 continue
-            nxt = edge[0]
-            j = local.get(nxt)
+            nxt, output_nr = edge
+            j = local_index(nxt)
             if j is None:
                 k = ext.get(nxt)
                 if k is None:
                     k = ext[nxt] = len(ext)
-                edges.append((1, k, edge[1]))
+                edges.append((1, k, output_nr))
             else:
-                edges.append((0, j, edge[1]))
+                edges.append((0, j, output_nr))
         saved = node.saved_arrays()
-        layout.append((len(arrays), len(arrays) + len(saved)))
+        start = len(arrays)
         arrays.extend(saved)
-        signature.append((node.op, node.params, node.in_meta, node.saved_kinds(), tuple(edges), marks))
+        layout.append((start, len(arrays)))
+        kinds = tuple(map(type, saved))  # = node.saved_kinds(): no saved tensor here is packed (_execution_order)
+        signature.append((node.op, node.params, node.in_meta, kinds, tuple(edges), marks))
     out_slots = [(node, slot) for node in sorted(ext, key=position.__getitem__) for slot in range(node.num_inputs)]
     signature.append(tuple(ext[node] for node, _ in out_slots))
     segment = _Segment(nodes, infos, layout, carried_in, out_slots, accumulate, arrays)
