@@ -8,6 +8,12 @@ or module structure. The traced program runs the user's function on the real obj
 with stand-ins holding traced arrays in their slots, reads what the step left there,
 and puts the originals back; after the program ran, its results are written into the
 objects as the eager step would have.
+
+A training loop calls the same step on the same objects again and again, so a call first
+tries the previous call's work (``_reuse``): same argument structure, same objects, an equal
+structure fingerprint. The write-back also works out the next call's program inputs while
+the program runs (``StateTable.settle``); when the slots still hold exactly what it left
+there, the next call starts its program without working them out again.
 """
 from __future__ import annotations
 
