@@ -36,6 +36,7 @@ if HERE not in sys.path:  # the scripts import each other by name, as when run o
 
 E, C, T, J, N = "fgraph eager", "fgraph compiled", "PyTorch eager", "jax.jit", "jax.grad (no jit)"
 PEERS = (E, C, T, J, N)
+SPLIT = "jax.jit per op (9 programs)"  # the MLP step cut as fgraph eager cuts it, in pure JAX (optim_step.py)
 ROWS = {  # key: (label, unit, seconds -> unit factor)
     "chain": ("per-op overhead: 200 elementwise ops on 16 floats, fwd+bwd", "µs/op", 1e6 / 200),
     "mlp": ("MLP step: batch 64, 784→256→256→10, cross-entropy, Adam", "µs/step", 1e6),
@@ -79,8 +80,8 @@ def _adam_step(peers: dict, quick: bool) -> dict:
     from optim_step import check_same
 
     check_same(peers)
-    return _time({n: step for n, (step, _) in peers.items()}, {**{p: p for p in PEERS}, "jax.jit (pure JAX)": J},
-                 quick)
+    return _time({n: step for n, (step, _) in peers.items()},
+                 {**{p: p for p in PEERS}, "jax.jit (pure JAX)": J, SPLIT: SPLIT}, quick)
 
 
 def mlp(quick: bool) -> dict:
@@ -88,7 +89,8 @@ def mlp(quick: bool) -> dict:
     from timing import model_batch, torch
 
     weights, x, y = model_batch(s.build, s.BATCH, s.SIZES[0], s.SIZES[-1])
-    peers = {E: s.fgraph_step(weights, x, y), "jax.jit (pure JAX)": s.jax_step(weights, x, y)}
+    peers = {E: s.fgraph_step(weights, x, y), "jax.jit (pure JAX)": s.jax_step(weights, x, y),
+             SPLIT: s.jax_split_step(weights, x, y)}
     if not quick:  # compiling the step, or its op-by-op kernels, costs seconds: the smoke run leaves them out
         peers[C] = s.fgraph_step(weights, x, y, compiled=True)
         peers[N] = s.jax_step(weights, x, y, jit=False)
@@ -260,6 +262,11 @@ def report(rows: dict, fresh_raw: dict, quick: bool, command: str, note: Optiona
                f"2nd {fresh_raw['grad_second'] * 1e3:.1f} ms, node by node {fresh_raw['node_by_node'] * 1e3:.1f} ms; "
                "first structure in the process (kernels compiling), fwd+bwd: "
                + ", ".join(f"{p} {t * 1e3:.0f} ms" for p, t in fresh_raw["cold"].items()) + ".")
+    mlp = rows["mlp"]
+    if SPLIT in mlp and J in mlp and E in mlp:
+        out.append(f"MLP step cut into the nine programs fgraph eager dispatches, in pure JAX (no fgraph): "
+                   f"{mlp[SPLIT] * 1e6:.0f} µs, jax.jit + {(mlp[SPLIT] - mlp[J]) * 1e6:.0f} µs; fgraph eager: "
+                   f"that + {(mlp[E] - mlp[SPLIT]) * 1e6:.0f} µs (see `benchmarks/optim_step.py`).")
     out.append(f"Peak memory: resident-set growth during steady-state steps above the process's baseline "
                f"({', '.join(rows['methods'])}), one subprocess per workload and peer; see `benchmarks/memory.py`.")
     for key in ("mem_device_mlp", "mem_device_graph10k"):

@@ -46,6 +46,8 @@ def test_quick_suite_prints_every_workload_row():
         assert len(found) == 1, f"no single table row for {workload!r} in:\n{proc.stdout}"
         cell = found[0].split(" | ")[eager]
         assert re.fullmatch(r"[0-9.e+-]+", cell), f"{workload}: fgraph eager cell {cell!r} is not a number"
+    assert re.search(r"^MLP step cut into the nine programs fgraph eager dispatches.*: [0-9]+ µs, jax\.jit \+ -?[0-9]+ µs",
+                     proc.stdout, re.M), "the eager design's floor (pure JAX, nine programs) is not reported"
     verdicts = [r for r in rows if len(r.split(" | ")) == 4]
     for budget in BUDGETS:
         found = [r for r in verdicts if r.startswith("| " + budget)]
