@@ -113,11 +113,11 @@ def hvp(quick: bool) -> dict:
 
     data = s.hvp_data(np.random.default_rng(0))
     steps = {E: s.fgraph_hvp(data), C: s.fgraph_hvp(data, compiled=True), "jax.jit(jax.grad)": s.jax_hvp(data, True),
-             N: s.jax_hvp(data, False)}
+             N: s.jax_hvp(data, False), SPLIT: s.jax_cut_hvp(data)}
     if torch is not None:
         steps[T] = s.torch_hvp(data)
     check_agreement("hvp", steps)
-    return _time(steps, {**{p: p for p in PEERS}, "jax.jit(jax.grad)": J}, quick)
+    return _time(steps, {**{p: p for p in PEERS}, "jax.jit(jax.grad)": J, SPLIT: SPLIT}, quick)
 
 
 def graph10k(quick: bool) -> dict:
@@ -262,11 +262,16 @@ def report(rows: dict, fresh_raw: dict, quick: bool, command: str, note: Optiona
                f"2nd {fresh_raw['grad_second'] * 1e3:.1f} ms, node by node {fresh_raw['node_by_node'] * 1e3:.1f} ms; "
                "first structure in the process (kernels compiling), fwd+bwd: "
                + ", ".join(f"{p} {t * 1e3:.0f} ms" for p, t in fresh_raw["cold"].items()) + ".")
-    mlp = rows["mlp"]
+    mlp, hvp = rows["mlp"], rows["hvp"]
     if SPLIT in mlp and J in mlp and E in mlp:
         out.append(f"MLP step cut into the nine programs fgraph eager dispatches, in pure JAX (no fgraph): "
                    f"{mlp[SPLIT] * 1e6:.0f} µs, jax.jit + {(mlp[SPLIT] - mlp[J]) * 1e6:.0f} µs; fgraph eager: "
                    f"that + {(mlp[E] - mlp[SPLIT]) * 1e6:.0f} µs (see `benchmarks/optim_step.py`).")
+    if SPLIT in hvp and E in hvp:
+        out.append(f"HVP cut into the nine programs fgraph eager runs, in pure JAX (no fgraph): {hvp[SPLIT] * 1e6:.0f} µs"
+                   + (f" ({hvp[SPLIT] / hvp[T]:.2f}× PyTorch)" if T in hvp else "")
+                   + f"; fgraph eager: that + {(hvp[E] - hvp[SPLIT]) * 1e6:.0f} µs "
+                   "(see \"CPU async dispatch\" in `benchmarks/README.md`).")
     out.append(f"Peak memory: resident-set growth during steady-state steps above the process's baseline "
                f"({', '.join(rows['methods'])}), one subprocess per workload and peer; see `benchmarks/memory.py`.")
     for key in ("mem_device_mlp", "mem_device_graph10k"):

@@ -4,10 +4,12 @@
   sum(tanh(tanh(x @ W1) @ W2))`` with ``x`` of 64 floats and 64x64 weights;
   ``H(x) v`` by double backward (fgraph: ``fg.grad(..., create_graph=True)`` then
   ``fg.grad`` of ``<g, v>``; PyTorch: the same with ``torch.autograd.grad``; JAX:
-  ``jax.jvp`` of ``jax.grad``, jitted and not). Microseconds per product.
+  ``jax.jvp`` of ``jax.grad``, jitted and not; and pure JAX cut into the nine programs
+  fgraph eager runs, ``jax_cut_hvp``: what those programs cost without fgraph's Python
+  between them). Microseconds per product.
 * ``graph10k``: build a 10,000-node graph (the elementwise chain of
-  ``overhead.py``, 16 floats) and differentiate it: the node-by-node engine at
-  scale (graphs over ``fusion.MAX_NODES`` are not fused). Microseconds per node.
+  ``overhead.py``, 16 floats) and differentiate it: the engine at scale (graphs
+  over ``fusion.MAX_NODES`` run as fused segments). Microseconds per node.
   Un-jitted ``jax.grad`` (~0.25 ms per op here) and ``jax.jit`` (a 10,000-op
   compile) are left out; PyTorch is the reference, or fgraph alone without it.
 
@@ -27,6 +29,7 @@ import fgraph as fg
 from timing import block, check_agreement, cli, measure_all, thread_settings, torch
 
 HVP_SIZE = 64
+CUT = "jax.jit per op (9 programs)"  # the HVP in pure JAX, cut into the programs fgraph eager runs
 GRAPH_NODES = 10_000
 GRAPH_SIZE = 16
 
@@ -79,6 +82,35 @@ def jax_hvp(data: dict, jit: bool) -> Callable[[], object]:
         return [hv]
 
     return step
+
+
+def jax_cut_hvp(data: dict) -> Callable[[], object]:
+    """The HVP in pure JAX cut into the nine programs fgraph eager runs: the five forward ops, the
+    first backward (from the saved values), ``*`` and ``sum``, the second backward (one program)."""
+    x, v, w1, w2 = (jnp.asarray(data[k]) for k in ("x", "v", "w1", "w2"))
+    matmul, tanh, total, multiply = jax.jit(jnp.matmul), jax.jit(jnp.tanh), jax.jit(jnp.sum), jax.jit(jnp.multiply)
+    first_backward = jax.jit(_hvp_first_backward)
+    second_backward = jax.jit(_hvp_second_backward)
+
+    def step():
+        t1 = tanh(matmul(x, w1))
+        t2 = tanh(matmul(t1, w2))
+        total(t2)
+        g = first_backward(t1, t2, w1, w2)
+        total(multiply(g, v))
+        hv = second_backward(x, v, w1, w2)
+        block(hv)
+        return [hv]
+
+    return step
+
+
+def _hvp_first_backward(t1: jax.Array, t2: jax.Array, w1: jax.Array, w2: jax.Array) -> jax.Array:
+    return (((1 - t2 * t2) @ w2.T) * (1 - t1 * t1)) @ w1.T
+
+
+def _hvp_second_backward(x: jax.Array, v: jax.Array, w1: jax.Array, w2: jax.Array) -> jax.Array:
+    return jax.jvp(jax.grad(lambda y: hvp_loss(y, w1, w2, jnp.tanh)), (x,), (v,))[1]
 
 
 def torch_hvp(data: dict) -> Callable[[], object]:
@@ -134,10 +166,10 @@ def torch_graph(data: dict) -> Callable[[], object]:
 def _report(title: str, unit: str, times: dict, reference: Optional[str]) -> None:
     ref = times.get(reference) if reference else None
     print(title)
-    print(f"  {'peer':<20} {unit:>12} {'x PyTorch':>10}")
+    print(f"  {'peer':<28} {unit:>12} {'x PyTorch':>10}")
     for peer, t in times.items():
         ratio = f"{t / ref:10.2f}" if ref else f"{'n/a':>10}"
-        print(f"  {peer:<20} {t:12.1f} {ratio}")
+        print(f"  {peer:<28} {t:12.1f} {ratio}")
     print()
 
 
@@ -151,7 +183,7 @@ def run(quick: bool) -> int:
 
     data = hvp_data(rng)
     steps = {"fgraph eager": fgraph_hvp(data), "jax.grad (no jit)": jax_hvp(data, jit=False),
-             "jax.jit(jax.grad)": jax_hvp(data, jit=True)}
+             "jax.jit(jax.grad)": jax_hvp(data, jit=True), CUT: jax_cut_hvp(data)}
     if torch is not None:
         steps["PyTorch eager"] = torch_hvp(data)
     check_agreement("hvp", steps)

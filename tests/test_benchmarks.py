@@ -48,6 +48,7 @@ def test_quick_suite_prints_every_workload_row():
         assert re.fullmatch(r"[0-9.e+-]+", cell), f"{workload}: fgraph eager cell {cell!r} is not a number"
     assert re.search(r"^MLP step cut into the nine programs fgraph eager dispatches.*: [0-9]+ µs, jax\.jit \+ -?[0-9]+ µs",
                      proc.stdout, re.M), "the eager design's floor (pure JAX, nine programs) is not reported"
+    assert re.search(r"^HVP cut into the nine programs fgraph eager runs.*: [0-9]+ µs", proc.stdout, re.M)
     verdicts = [r for r in rows if len(r.split(" | ")) == 4]
     for budget in BUDGETS:
         found = [r for r in verdicts if r.startswith("| " + budget)]
