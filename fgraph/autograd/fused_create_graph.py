@@ -170,8 +170,12 @@ def run_recorded(program: FlatProgram, plan: Any, inputs: Sequence[Any]) -> list
     return _outputs(program, plan, arrays, edges, outs)
 
 
-def _outputs(program: FlatProgram, plan: Any, arrays: list, edges: tuple, outs: Sequence[Any]) -> list:
-    float_in = tuple(i for i, (a, e) in enumerate(zip(arrays, edges)) if e is not None and _inexact(a))
+def _outputs(program: FlatProgram, plan: Any, arrays: list, edges: tuple, outs: Sequence[Any],
+             float_in: Optional[tuple] = None) -> list:
+    """The program's outputs as Tensors, recorded on one :class:`FusedBackward` when a gradient can flow
+    back (``float_in``: the inputs it flows to, worked out here unless the caller has them)."""
+    if float_in is None:
+        float_in = _float_inputs(arrays, edges)
     if not float_in:
         return [_wrap(o) for o in outs]
     float_out = tuple(j for j, o in enumerate(outs) if _inexact(o))
@@ -195,7 +199,7 @@ def try_run(graph_root: Node, root_nr: int, seeds: list, dependencies: dict, exe
     if program is None:
         return None
     edges = tuple(_saved_edges(found.order, found.layout, seeds))
-    float_in = tuple(i for i, (a, e) in enumerate(zip(plan.arrays, edges)) if e is not None and _inexact(a))
+    float_in = _float_inputs(plan.arrays, edges)
     flat = _flat(program)
     if _ready_vjp(flat, float_in, len(plan.arrays)) is None:
         if not _request_compile(program, flat, plan, float_in, fresh):
@@ -204,11 +208,16 @@ def try_run(graph_root: Node, root_nr: int, seeds: list, dependencies: dict, exe
     with fusion._lock:
         fusion._stats["hits"] += 1
     outs = iter(_outputs(flat, plan, plan.arrays, edges,
-                         [a for a in (*captured_arrays, *leaf_arrays) if a is not None]))
+                         [a for a in (*captured_arrays, *leaf_arrays) if a is not None], float_in))
     captured = [None if a is None else next(outs) for a in captured_arrays]
     accumulators = [node for node in found.order if type(node) is AccumulateGrad]
     leaf_grads = {acc: next(outs) for acc, a in zip(accumulators, leaf_arrays) if a is not None}
     return captured, leaf_grads
+
+
+def _float_inputs(arrays: Sequence[Any], edges: tuple) -> tuple:
+    """The inputs a gradient flows back to: inexact arrays on an edge."""
+    return tuple(i for i, (a, e) in enumerate(zip(arrays, edges)) if e is not None and _inexact(a))
 
 
 def _flat(program: Any) -> FlatProgram:

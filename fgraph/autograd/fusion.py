@@ -344,12 +344,16 @@ atexit.register(_worker.shutdown)
 
 
 class _Structure:
-    """A backward pass's structure key and what running it fused needs (see :func:`structure_of`)."""
+    """A backward pass's structure key and what running it fused needs (see :func:`structure_of`).
 
-    __slots__ = ("key", "order", "layout", "packed")
+    ``arrays``: the seeds' and saved arrays in the program's order, when they could be read while
+    finding the structure (no saved tensor packed: reading them runs no hook); else ``None``.
+    """
 
-    def __init__(self, key: tuple, order: list, layout: list, packed: bool) -> None:
-        self.key, self.order, self.layout, self.packed = key, order, layout, packed
+    __slots__ = ("key", "order", "layout", "packed", "arrays")
+
+    def __init__(self, key: tuple, order: list, layout: list, packed: bool, arrays: Optional[list]) -> None:
+        self.key, self.order, self.layout, self.packed, self.arrays = key, order, layout, packed, arrays
 
 
 def structure_of(graph_root: Node, root_nr: int, seeds: list, dependencies: dict, exec_info: Optional[dict],
@@ -370,6 +374,9 @@ def structure_of(graph_root: Node, root_nr: int, seeds: list, dependencies: dict
     layout = []  # per node: (start, stop) of its saved arrays among the program's arguments
     n_saved = len(seeds)
     packed = False  # saved-tensor hooks: unpacking runs user code, so such graphs compile in the foreground
+    # Until a saved tensor is packed anywhere, reading saved arrays runs no user code: read them now
+    # (their kinds are their types) rather than walk the nodes again for the plan.
+    arrays: Optional[list] = None if Packed.ever_made else [s.data for s in seeds]
     for node in order:
         if node._hooks is not None or len(node.next_edges) > MAX_NODE_EDGES:
             return None
@@ -395,11 +402,16 @@ def structure_of(graph_root: Node, root_nr: int, seeds: list, dependencies: dict
             if describe is None:
                 return None
             described = describe()
-        # Kinds, not values: unpacking a saved tensor here would run its unpack hook a second time
-        # whenever the pass then runs node by node (PyTorch unpacks once per backward).
-        kinds = node.saved_kinds()
-        if Packed in kinds:
-            packed = True
+        if arrays is not None:
+            saved = node.saved_arrays()
+            arrays.extend(saved)
+            kinds = tuple(map(type, saved))
+        else:
+            # Kinds, not values: unpacking a saved tensor here would run its unpack hook a second time
+            # whenever the pass then runs node by node (PyTorch unpacks once per backward).
+            kinds = node.saved_kinds()
+            if Packed in kinds:
+                packed = True
         start = n_saved
         n_saved += len(kinds)
         layout.append((start, n_saved))
@@ -410,16 +422,18 @@ def structure_of(graph_root: Node, root_nr: int, seeds: list, dependencies: dict
             None if info is None else (info.needed, None if info.captures is None else tuple(info.captures))
             for info in map(exec_info.get, order)
         ))
-    return _Structure(tuple(signature), order, layout, packed)
+    return _Structure(tuple(signature), order, layout, packed, arrays)
 
 
 def make_plan(found: _Structure, graph_root: Node, root_nr: int, seeds: list, dependencies: dict,
               exec_info: Optional[dict], n_captured: int, accumulate: bool) -> _Plan:
     """The run of a pass of structure ``found``: the seeds' and saved arrays, in the program's order."""
-    arrays = [s.data for s in seeds]
-    for node, span in zip(found.order, found.layout):
-        if span is not None:
-            arrays.extend(node.saved_arrays())
+    arrays = found.arrays
+    if arrays is None:
+        arrays = [s.data for s in seeds]
+        for node, span in zip(found.order, found.layout):
+            if span is not None:
+                arrays.extend(node.saved_arrays())
     return _Plan(order=found.order, graph_root=graph_root, root_nr=root_nr, seeds=seeds, dependencies=dependencies,
                  exec_info=exec_info, n_captured=n_captured, accumulate=accumulate, arrays=arrays,
                  layout=found.layout)
