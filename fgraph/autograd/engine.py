@@ -30,7 +30,7 @@ from fgraph.autograd.anomaly import anomaly_apply
 from fgraph.autograd.grad_mode import _GRAD_ENABLED
 from fgraph.autograd.gradients import Gradients
 from fgraph.autograd._ready_heap import _compute_dependencies, _init_to_execute, _run_ready_heap
-from fgraph.autograd.graph import GradientEdge, GraphRoot
+from fgraph.autograd.graph import GradientEdge, GraphRoot, Node
 from fgraph.errors import GradError
 from fgraph.lazy._state import LAZY
 from fgraph.tensor import Tensor, _is_torch_tensor, _wrap, type_name
@@ -342,10 +342,6 @@ def _execute_pass(roots: tuple, seeds: list, inputs: Optional[tuple], create_gra
         buffers = {graph_root: []}
 
     min_topo = min(e[0].topological_nr for e in output_edges) if output_edges else 0
-    dependencies = _compute_dependencies(graph_root, min_topo)
-    exec_info = (_init_to_execute(graph_root, output_edges, accumulate, min_topo, dependencies)
-                 if output_edges else None)
-
     extras = RECORD_EXTRAS.get()
     anomaly = None if extras is None else extras.anomaly
     token = _GRAD_ENABLED.set(bool(create_graph))
@@ -353,34 +349,26 @@ def _execute_pass(roots: tuple, seeds: list, inputs: Optional[tuple], create_gra
     task_token = _CALLBACKS.set(callbacks)
     fusion.pass_started()
     try:
+        lazy = LAZY.get()
+        if anomaly is None and (lazy is None or not create_graph):
+            fused = _run_fused(graph_root, root_nr, seeds, output_edges, accumulate, min_topo, create_graph, lazy)
+            if fused is not None:
+                return fused
+        dependencies = _compute_dependencies(graph_root, min_topo)
+        exec_info = (_init_to_execute(graph_root, output_edges, accumulate, min_topo, dependencies)
+                     if output_edges else None)
+        captured: list = [None] * len(output_edges)
+        leaf_grads: dict = {}
         if anomaly is not None:
-            captured: list = [None] * len(output_edges)
-            leaf_grads: dict = {}
             _run_ready_heap(graph_root, buffers, dependencies, exec_info, captured, leaf_grads, accumulate,
                             anomaly_apply(anomaly))
             _run_callbacks(callbacks)
             return captured, leaf_grads
-        lazy = LAZY.get()
-        if not create_graph and lazy is not None:  # one record for the pass (the replay is one program)
-            fused = fused_lazy.try_run(graph_root, root_nr, seeds, dependencies, exec_info, len(output_edges),
-                                       accumulate, lazy)
+        if not create_graph and lazy is None and len(dependencies) >= fusion.MAX_NODES:
+            fused = segments.try_run(graph_root, root_nr, seeds, dependencies, exec_info, len(output_edges),
+                                     accumulate, min_topo)
             if fused is not None:
                 return fused
-        elif not create_graph:
-            fused = fusion.try_run(graph_root, root_nr, seeds, dependencies, exec_info, len(output_edges),
-                                   accumulate)
-            if fused is None and len(dependencies) >= fusion.MAX_NODES:
-                fused = segments.try_run(graph_root, root_nr, seeds, dependencies, exec_info, len(output_edges),
-                                         accumulate, min_topo)
-            if fused is not None:
-                return fused
-        elif lazy is None:
-            fused = fused_create_graph.try_run(graph_root, root_nr, seeds, dependencies, exec_info,
-                                               len(output_edges), accumulate)
-            if fused is not None:
-                return fused
-        captured = [None] * len(output_edges)
-        leaf_grads = {}
         _run_ready_heap(graph_root, buffers, dependencies, exec_info, captured, leaf_grads, accumulate)
         _run_callbacks(callbacks)
     finally:
@@ -388,6 +376,23 @@ def _execute_pass(roots: tuple, seeds: list, inputs: Optional[tuple], create_gra
         _GRAD_ENABLED.reset(token)
         fusion.pass_ended()
     return captured, leaf_grads
+
+
+def _run_fused(graph_root: Node, root_nr: int, seeds: list, output_edges: list, accumulate: bool, min_topo: int,
+               create_graph: bool, lazy: Any) -> Optional[tuple[list, dict]]:
+    """The pass as one fused program, if its structure can be fused and is compiled; else ``None``.
+
+    The structure is found before ``dependencies`` and ``exec_info``: it determines both, so a
+    compiled structure's pass needs neither.
+    """
+    found = fusion.structure_of(graph_root, root_nr, seeds, output_edges, accumulate, min_topo)
+    if found is None:
+        return None
+    if create_graph:
+        return fused_create_graph.try_run(found, graph_root, root_nr, seeds, output_edges, accumulate, min_topo)
+    if lazy is not None:  # one record for the pass (the replay is one program)
+        return fused_lazy.try_run(found, graph_root, root_nr, seeds, output_edges, accumulate, min_topo, lazy)
+    return fusion.try_run(found, graph_root, root_nr, seeds, output_edges, accumulate, min_topo)
 
 
 class _PassCallbacks(list):

@@ -29,6 +29,7 @@ import jax
 import jax.numpy as jnp
 
 from fgraph.autograd import fusion
+from fgraph.autograd.structure import make_plan
 from fgraph.autograd._jax_vjp import Vjp
 from fgraph.autograd.grad_mode import _GRAD_ENABLED
 from fgraph.autograd.graph import AccumulateGrad, Node, make_edge, next_sequence_nr
@@ -186,13 +187,13 @@ def _outputs(program: FlatProgram, plan: Any, arrays: list, edges: tuple, outs: 
 
 
 # -- the engine's entry point ----------------------------------------------------------------------
-def try_run(graph_root: Node, root_nr: int, seeds: list, dependencies: dict, exec_info: Optional[dict],
-            n_captured: int, accumulate: bool) -> Optional[tuple[list, dict]]:
-    """Run a ``create_graph`` pass fused if its program and vjp are compiled; else ``None`` (node by node)."""
-    found = fusion.structure_of(graph_root, root_nr, seeds, dependencies, exec_info, n_captured, accumulate)
-    if found is None or found.packed:
+def try_run(found: Any, graph_root: Node, root_nr: int, seeds: list, output_edges: list, accumulate: bool,
+            min_topo: int) -> Optional[tuple[list, dict]]:
+    """Run a ``create_graph`` pass (of structure ``found``) fused if its program and vjp are compiled; else
+    ``None`` (node by node)."""
+    if found.packed:
         return None
-    plan = fusion.make_plan(found, graph_root, root_nr, seeds, dependencies, exec_info, n_captured, accumulate)
+    plan = make_plan(found, graph_root, root_nr, seeds, output_edges, accumulate, min_topo)
     if fusion._traced(plan.arrays):  # under jax.jit the pass is one program anyway
         return None
     program, fresh = fusion._program_for(found.key, len(found.order))
@@ -262,7 +263,6 @@ def _request_compile(program: Any, flat: FlatProgram, plan: Any, float_in: tuple
         flat.requests.add(float_in)
     job = _CompileJob(program, flat, plan, float_in, fresh)
     if fusion._state["background"]:
-        plan.dependencies = dict(plan.dependencies)  # the caller's pass consumes its copy meanwhile
         fusion._worker.submit(job)
         return False
     job()

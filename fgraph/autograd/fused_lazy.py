@@ -17,6 +17,7 @@ import jax
 from jax.extend.core import jaxpr_as_fun
 
 from fgraph.autograd import fusion
+from fgraph.autograd.structure import make_plan
 from fgraph.autograd.graph import AccumulateGrad, Node
 from fgraph.lazy._recorder import _scalar_array
 from fgraph.lazy._state import LAZY
@@ -33,13 +34,13 @@ def clear_cache() -> None:
     _KERNELS.clear()
 
 
-def try_run(graph_root: Node, root_nr: int, seeds: list, dependencies: dict, exec_info: Optional[dict],
-            n_captured: int, accumulate: bool, recorder: Any) -> Optional[tuple[list, dict]]:
-    """Record this pass as one kernel call on ``recorder``; ``None`` if its structure cannot be fused."""
-    found = fusion.structure_of(graph_root, root_nr, seeds, dependencies, exec_info, n_captured, accumulate)
-    if found is None or found.packed:  # packed: unpack hooks run user code once per pass, node by node
+def try_run(found: Any, graph_root: Node, root_nr: int, seeds: list, output_edges: list, accumulate: bool,
+            min_topo: int, recorder: Any) -> Optional[tuple[list, dict]]:
+    """Record this pass (of structure ``found``) as one kernel call on ``recorder``; ``None`` if it has
+    saved tensors packed (their unpack hooks run user code once per pass, node by node)."""
+    if found.packed:
         return None
-    plan = fusion.make_plan(found, graph_root, root_nr, seeds, dependencies, exec_info, n_captured, accumulate)
+    plan = make_plan(found, graph_root, root_nr, seeds, output_edges, accumulate, min_topo)
     kernel = _KERNELS.get(found.key, _UNSEEN)
     if kernel is _UNSEEN:
         try:

@@ -15,13 +15,14 @@ tracing (``fgraph.compile``, ``jax.jit`` of an fgraph program) compiles stay in 
 foreground. Compiled programs live in a bounded LRU cache (:func:`set_cache_size`);
 :func:`stats` counts hits, misses, compiles and compile seconds.
 
-The structure signature records, per node in discovery order: its op and static
-parameters, input shapes/dtypes, which saved values are tensors or Python
-scalars, its edges (as indices), and the ``exec_info`` marks. Only graphs made of
-declared ops (and ``FusedBackward`` nodes), without hooks, are fused; the rest run
-node by node. ``create_graph`` passes use the same programs through
-:mod:`fgraph.autograd.fused_create_graph`. Results equal the node-by-node engine up to floating-point
-reassociation inside XLA.
+The structure key (:mod:`fgraph.autograd.structure`) records, per node in discovery order:
+its op and static parameters, input shapes/dtypes, which saved values are tensors or Python
+scalars, and its edges (as indices); then where the inputs' gradients are captured. It is
+found before the engine's ``dependencies`` and ``exec_info``, which it determines: a pass
+whose program is compiled skips both. Only graphs made of declared ops (and
+``FusedBackward`` nodes), without hooks, are fused; the rest run node by node.
+``create_graph`` passes use the same programs through :mod:`fgraph.autograd.fused_create_graph`.
+Results equal the node-by-node engine up to floating-point reassociation inside XLA.
 
 Example:
     >>> import fgraph as fg
@@ -46,7 +47,7 @@ from typing import Any, Callable, Optional
 import jax
 
 from fgraph.autograd.graph import AccumulateGrad, GraphRoot, Node
-from fgraph.autograd.saved_tensors import Packed
+from fgraph.autograd.structure import Plan, Structure, find, make_plan
 from fgraph.tensor import _wrap
 
 __all__ = ["set_enabled", "is_enabled", "set_background", "set_cache_size", "stats", "reset_stats", "clear_cache",
@@ -147,17 +148,6 @@ def _trim() -> None:
         _compiled.popitem(last=False)
 
 
-class _Plan:
-    """One graph's backward, ready to run fused: its nodes, arrays and engine inputs."""
-
-    __slots__ = ("order", "graph_root", "root_nr", "seeds", "dependencies", "exec_info", "n_captured",
-                 "accumulate", "arrays", "layout")
-
-    def __init__(self, **fields: Any) -> None:
-        for name, value in fields.items():
-            setattr(self, name, value)
-
-
 _PENDING, _READY, _FAILED = "pending", "ready", "failed"
 
 
@@ -178,7 +168,7 @@ class _FusedProgram:
         self.n_nodes = n_nodes
         self.flat: Any = None  # its differentiable form, made by fgraph.autograd.fused_create_graph
 
-    def __call__(self, plan: _Plan) -> tuple:
+    def __call__(self, plan: Plan) -> tuple:
         self._calls.plan = plan
         try:
             return self.jitted(*plan.arrays)
@@ -189,7 +179,7 @@ class _FusedProgram:
     def plan(self) -> Optional[Any]:
         return getattr(self._calls, "plan", None)
 
-    def compile(self, plan: _Plan) -> Optional[tuple]:
+    def compile(self, plan: Plan) -> Optional[tuple]:
         """Trace, compile and run once (which fills jit's dispatch cache); ``None`` if that failed."""
         start = time.perf_counter()
         waited = _worker.waited
@@ -343,114 +333,21 @@ _worker = _CompileWorker()
 atexit.register(_worker.shutdown)
 
 
-class _Structure:
-    """A backward pass's structure key and what running it fused needs (see :func:`structure_of`).
-
-    ``arrays``: the seeds' and saved arrays in the program's order, when they could be read while
-    finding the structure (no saved tensor packed: reading them runs no hook); else ``None``.
-    """
-
-    __slots__ = ("key", "order", "layout", "packed", "arrays")
-
-    def __init__(self, key: tuple, order: list, layout: list, packed: bool, arrays: Optional[list]) -> None:
-        self.key, self.order, self.layout, self.packed, self.arrays = key, order, layout, packed, arrays
-
-
-def structure_of(graph_root: Node, root_nr: int, seeds: list, dependencies: dict, exec_info: Optional[dict],
-                 n_captured: int, accumulate: bool) -> Optional[_Structure]:
-    """The structure of this pass, or ``None`` if it cannot be fused (hooks, custom Functions...).
-
-    Nodes other than declared ops take part when they offer ``fusion_signature()`` (a hashable
-    description of their kernel), ``saved_kinds()``, ``saved_arrays()`` and ``apply_kernel``.
-    """
-    if not _state["enabled"] or len(dependencies) >= MAX_NODES:
+def structure_of(graph_root: Node, root_nr: int, seeds: list, output_edges: list, accumulate: bool,
+                 min_topo: int) -> Optional[Structure]:
+    """This pass's structure (:func:`fgraph.autograd.structure.find`), or ``None`` if it is not fused."""
+    if not _state["enabled"]:
         return None
-    from fgraph.ops._declare import OpNode
-
-    order = [graph_root]
-    order.extend(dependencies)
-    index = {node: i for i, node in enumerate(order)}
-    signature = [accumulate, root_nr, n_captured]
-    layout = []  # per node: (start, stop) of its saved arrays among the program's arguments
-    n_saved = len(seeds)
-    packed = False  # saved-tensor hooks: unpacking runs user code, so such graphs compile in the foreground
-    # Until a saved tensor is packed anywhere, reading saved arrays runs no user code: read them now
-    # (their kinds are their types) rather than walk the nodes again for the plan.
-    arrays: Optional[list] = None if Packed.ever_made else [s.data for s in seeds]
-    for node in order:
-        if node._hooks is not None or len(node.next_edges) > MAX_NODE_EDGES:
-            return None
-        kind = type(node)
-        if kind is AccumulateGrad:
-            signature.append(0)
-            layout.append(None)
-            continue
-        try:
-            edges = tuple([None if e is None else (index[e[0]], e[1]) for e in node.next_edges])
-        except KeyError:  # a child below the minimum topological_nr: this node never runs
-            signature.append(1)
-            layout.append(None)
-            continue
-        if kind is GraphRoot:
-            signature.append((2, edges))
-            layout.append(None)
-            continue
-        if isinstance(node, OpNode) and node.op.rule is not None:
-            described: Any = (node.op, node.params, node.in_meta)
-        else:
-            describe = getattr(node, "fusion_signature", None)
-            if describe is None:
-                return None
-            described = describe()
-        if arrays is not None:
-            saved = node.saved_arrays()
-            arrays.extend(saved)
-            kinds = tuple(map(type, saved))
-        else:
-            # Kinds, not values: unpacking a saved tensor here would run its unpack hook a second time
-            # whenever the pass then runs node by node (PyTorch unpacks once per backward).
-            kinds = node.saved_kinds()
-            if Packed in kinds:
-                packed = True
-        start = n_saved
-        n_saved += len(kinds)
-        layout.append((start, n_saved))
-        signature.append((described, kinds, edges))
-    signature.append(tuple(s.data.aval if hasattr(s.data, "aval") else type(s.data) for s in seeds))
-    if exec_info is not None:
-        signature.append(tuple(
-            None if info is None else (info.needed, None if info.captures is None else tuple(info.captures))
-            for info in map(exec_info.get, order)
-        ))
-    return _Structure(tuple(signature), order, layout, packed, arrays)
+    return find(graph_root, root_nr, seeds, output_edges, accumulate, min_topo, MAX_NODES, MAX_NODE_EDGES)
 
 
-def make_plan(found: _Structure, graph_root: Node, root_nr: int, seeds: list, dependencies: dict,
-              exec_info: Optional[dict], n_captured: int, accumulate: bool) -> _Plan:
-    """The run of a pass of structure ``found``: the seeds' and saved arrays, in the program's order."""
-    arrays = found.arrays
-    if arrays is None:
-        arrays = [s.data for s in seeds]
-        for node, span in zip(found.order, found.layout):
-            if span is not None:
-                arrays.extend(node.saved_arrays())
-    return _Plan(order=found.order, graph_root=graph_root, root_nr=root_nr, seeds=seeds, dependencies=dependencies,
-                 exec_info=exec_info, n_captured=n_captured, accumulate=accumulate, arrays=arrays,
-                 layout=found.layout)
-
-
-def try_run(graph_root: Node, root_nr: int, seeds: list, dependencies: dict, exec_info: Optional[dict],
-            n_captured: int, accumulate: bool) -> Optional[tuple[list, dict]]:
-    """Run the backward fused if this structure is compiled (or due); else return ``None``."""
-    found = structure_of(graph_root, root_nr, seeds, dependencies, exec_info, n_captured, accumulate)
-    if found is None:
-        return None
+def try_run(found: Structure, graph_root: Node, root_nr: int, seeds: list, output_edges: list, accumulate: bool,
+            min_topo: int) -> Optional[tuple[list, dict]]:
+    """Run this pass (of structure ``found``) fused if its program is compiled (or due); else ``None``."""
     program, fresh = _program_for(found.key, len(found.order))
     if program is None:
         return None
-    plan = make_plan(found, graph_root, root_nr, seeds, dependencies, exec_info, n_captured, accumulate)
-    if fresh and _state["background"] and not found.packed and not _traced(plan.arrays):
-        plan.dependencies = dict(dependencies)  # the caller's pass consumes its copy meanwhile
+    plan = make_plan(found, graph_root, root_nr, seeds, output_edges, accumulate, min_topo)
     result = _run_program(program, fresh, plan, background=not found.packed)
     if result is None:
         return None
