@@ -335,11 +335,8 @@ def _execute_pass(roots: tuple, seeds: list, inputs: Optional[tuple], create_gra
 
     if len(roots) == 1:
         graph_root, root_nr = roots[0]._edge
-        buffers = {graph_root: [None] * graph_root.num_inputs}
-        buffers[graph_root][root_nr] = seeds[0]
     else:
         graph_root, root_nr = GraphRoot([r._edge for r in roots], seeds), 0
-        buffers = {graph_root: []}
 
     min_topo = min(e[0].topological_nr for e in output_edges) if output_edges else 0
     extras = RECORD_EXTRAS.get()
@@ -354,6 +351,11 @@ def _execute_pass(roots: tuple, seeds: list, inputs: Optional[tuple], create_gra
             fused = _run_fused(graph_root, root_nr, seeds, output_edges, accumulate, min_topo, create_graph, lazy)
             if fused is not None:
                 return fused
+        if len(roots) == 1:  # the gradients arriving at each node, summed when it runs
+            buffers: dict = {graph_root: [None] * graph_root.num_inputs}
+            buffers[graph_root][root_nr] = seeds[0]
+        else:
+            buffers = {graph_root: []}
         dependencies = _compute_dependencies(graph_root, min_topo)
         exec_info = (_init_to_execute(graph_root, output_edges, accumulate, min_topo, dependencies)
                      if output_edges else None)

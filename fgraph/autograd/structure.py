@@ -31,6 +31,7 @@ __all__ = ["Structure", "Plan", "find", "make_plan"]
 
 # A node's entry in the key starts with one of these tags, or with its op (or fusion_signature()):
 _LEAF, _PRUNED, _ROOT = 0, 1, 2
+_OpNode: Any = None  # fgraph.ops._declare.OpNode, bound on first use (the ops import the autograd package)
 
 
 class StructureKey:
@@ -111,8 +112,9 @@ def find(graph_root: Node, root_nr: int, seeds: list, output_edges: list, accumu
     description of their kernel), ``saved_kinds()``, ``saved_arrays()`` and ``apply_kernel``.
     The walk is the engine's: a node below ``min_topo`` is not entered (it cannot reach an input).
     """
-    from fgraph.ops._declare import OpNode
-
+    global _OpNode
+    if _OpNode is None:
+        from fgraph.ops._declare import OpNode as _OpNode
     if graph_root.topological_nr - min_topo >= max_nodes:  # a path alone is that long
         return None
     order = [graph_root]
@@ -142,7 +144,7 @@ def find(graph_root: Node, root_nr: int, seeds: list, output_edges: list, accumu
             return None
         if kind is GraphRoot:
             append(_ROOT)
-        elif isinstance(node, OpNode) and node.op.rule is not None:
+        elif isinstance(node, _OpNode) and node.op.rule is not None:
             append(node.op)
             append(node.params)
             append(node.in_meta)
