@@ -6,7 +6,8 @@
   ``fg.grad`` of ``<g, v>``; PyTorch: the same with ``torch.autograd.grad``; JAX:
   ``jax.jvp`` of ``jax.grad``, jitted and not; and pure JAX cut into the nine programs
   fgraph eager runs, ``jax_cut_hvp``: what those programs cost without fgraph's Python
-  between them). Microseconds per product.
+  between them, and with ``GAPS_US`` of busy Python between consecutive programs: what an
+  eager library with that much work per dispatch could reach at best). Microseconds per product.
 * ``graph10k``: build a 10,000-node graph (the elementwise chain of
   ``overhead.py``, 16 floats) and differentiate it: the engine at scale (graphs
   over ``fusion.MAX_NODES`` run as fused segments). Microseconds per node.
@@ -19,6 +20,7 @@ Run: ``python benchmarks/second_order_and_scale.py [--quick]``.
 from __future__ import annotations
 
 import sys
+import time
 from typing import Callable, Optional
 
 import jax
@@ -30,6 +32,7 @@ from timing import block, check_agreement, cli, measure_all, thread_settings, to
 
 HVP_SIZE = 64
 CUT = "jax.jit per op (9 programs)"  # the HVP in pure JAX, cut into the programs fgraph eager runs
+GAPS_US = (10, 25)  # the cut again, with this much Python between its programs (the script's extra peers)
 GRAPH_NODES = 10_000
 GRAPH_SIZE = 16
 
@@ -84,25 +87,44 @@ def jax_hvp(data: dict, jit: bool) -> Callable[[], object]:
     return step
 
 
-def jax_cut_hvp(data: dict) -> Callable[[], object]:
+def jax_cut_hvp(data: dict, gap_us: float = 0.0) -> Callable[[], object]:
     """The HVP in pure JAX cut into the nine programs fgraph eager runs: the five forward ops, the
-    first backward (from the saved values), ``*`` and ``sum``, the second backward (one program)."""
+    first backward (from the saved values), ``*`` and ``sum``, the second backward (one program).
+
+    ``gap_us``: microseconds of busy Python between consecutive programs, as an eager library's own
+    work between its dispatches (with JAX's CPU async dispatch each gap costs more than its length:
+    the program's worker goes idle and is woken for the next one).
+    """
     x, v, w1, w2 = (jnp.asarray(data[k]) for k in ("x", "v", "w1", "w2"))
     matmul, tanh, total, multiply = jax.jit(jnp.matmul), jax.jit(jnp.tanh), jax.jit(jnp.sum), jax.jit(jnp.multiply)
     first_backward = jax.jit(_hvp_first_backward)
     second_backward = jax.jit(_hvp_second_backward)
+    gap = _busy_gap(gap_us)
 
     def step():
-        t1 = tanh(matmul(x, w1))
-        t2 = tanh(matmul(t1, w2))
-        total(t2)
-        g = first_backward(t1, t2, w1, w2)
-        total(multiply(g, v))
+        t1 = gap(tanh(gap(matmul(x, w1))))
+        t2 = gap(tanh(gap(matmul(t1, w2))))
+        gap(total(t2))
+        g = gap(first_backward(t1, t2, w1, w2))
+        gap(total(gap(multiply(g, v))))
         hv = second_backward(x, v, w1, w2)
         block(hv)
         return [hv]
 
     return step
+
+
+def _busy_gap(gap_us: float) -> Callable[[object], object]:
+    """``value -> value`` after ``gap_us`` microseconds of busy Python (not a sleep: the core stays busy)."""
+    clock = time.perf_counter
+
+    def gap(value: object) -> object:
+        end = clock() + gap_us * 1e-6
+        while clock() < end:
+            pass
+        return value
+
+    return gap
 
 
 def _hvp_first_backward(t1: jax.Array, t2: jax.Array, w1: jax.Array, w2: jax.Array) -> jax.Array:
@@ -184,6 +206,7 @@ def run(quick: bool) -> int:
     data = hvp_data(rng)
     steps = {"fgraph eager": fgraph_hvp(data), "jax.grad (no jit)": jax_hvp(data, jit=False),
              "jax.jit(jax.grad)": jax_hvp(data, jit=True), CUT: jax_cut_hvp(data)}
+    steps.update({f"  + {gap} us Python per gap": jax_cut_hvp(data, gap) for gap in GAPS_US})
     if torch is not None:
         steps["PyTorch eager"] = torch_hvp(data)
     check_agreement("hvp", steps)
