@@ -32,7 +32,7 @@ from fgraph.autograd import fusion
 from fgraph.autograd.structure import make_plan
 from fgraph.autograd._jax_vjp import Vjp
 from fgraph.autograd.grad_mode import _GRAD_ENABLED
-from fgraph.autograd.graph import AccumulateGrad, Node, make_edge, next_sequence_nr
+from fgraph.autograd.graph import Node, make_edge, next_sequence_nr
 from fgraph.tensor import Tensor, _rewrap, _wrap, _wrap_output
 
 __all__ = ["FusedBackward"]
@@ -211,8 +211,7 @@ def try_run(found: Any, graph_root: Node, root_nr: int, seeds: list, output_edge
     outs = iter(_outputs(flat, plan, plan.arrays, edges,
                          [a for a in (*captured_arrays, *leaf_arrays) if a is not None], float_in))
     captured = [None if a is None else next(outs) for a in captured_arrays]
-    accumulators = [node for node in found.order if type(node) is AccumulateGrad]
-    leaf_grads = {acc: next(outs) for acc, a in zip(accumulators, leaf_arrays) if a is not None}
+    leaf_grads = {acc: next(outs) for acc, a in zip(found.leaves, leaf_arrays) if a is not None}
     return captured, leaf_grads
 
 

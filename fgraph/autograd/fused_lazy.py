@@ -18,7 +18,7 @@ from jax.extend.core import jaxpr_as_fun
 
 from fgraph.autograd import fusion
 from fgraph.autograd.structure import make_plan
-from fgraph.autograd.graph import AccumulateGrad, Node
+from fgraph.autograd.graph import Node
 from fgraph.lazy._recorder import _scalar_array
 from fgraph.lazy._state import LAZY
 from fgraph.tensor import _wrap
@@ -56,8 +56,7 @@ def try_run(found: Any, graph_root: Node, root_nr: int, seeds: list, output_edge
         return None
     captured_arrays, leaf_arrays = recorder.call(kernel, plan.arrays)
     captured = [None if a is None else _wrap(a) for a in captured_arrays]
-    accumulators = [node for node in found.order if type(node) is AccumulateGrad]
-    leaf_grads = {acc: _wrap(a) for acc, a in zip(accumulators, leaf_arrays) if a is not None}
+    leaf_grads = {acc: _wrap(a) for acc, a in zip(found.leaves, leaf_arrays) if a is not None}
     return captured, leaf_grads
 
 

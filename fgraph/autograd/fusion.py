@@ -46,7 +46,7 @@ from typing import Any, Callable, Optional
 
 import jax
 
-from fgraph.autograd.graph import AccumulateGrad, GraphRoot, Node
+from fgraph.autograd.graph import GraphRoot, Node
 from fgraph.autograd.structure import Plan, Structure, find, make_plan
 from fgraph.tensor import _wrap
 
@@ -353,8 +353,7 @@ def try_run(found: Structure, graph_root: Node, root_nr: int, seeds: list, outpu
         return None
     captured_arrays, leaf_arrays = result
     captured = [None if a is None else _wrap(a) for a in captured_arrays]
-    accumulators = [node for node in found.order if type(node) is AccumulateGrad]
-    leaf_grads = {acc: _wrap(a) for acc, a in zip(accumulators, leaf_arrays) if a is not None}
+    leaf_grads = {acc: _wrap(a) for acc, a in zip(found.leaves, leaf_arrays) if a is not None}
     return captured, leaf_grads
 
 
@@ -443,6 +442,6 @@ def _fused_body(program: _FusedProgram, *arrays: Any) -> tuple:
     captured_arrays = tuple(None if g is None else g.data for g in captured)
     leaf_arrays = tuple(
         leaf_grads[node].data if node in leaf_grads else None
-        for node in plan.order if type(node) is AccumulateGrad
+        for node in plan.leaves
     )
     return captured_arrays, leaf_arrays

@@ -55,15 +55,18 @@ class Structure:
     """A pass's key and what running it fused needs (see :func:`find`).
 
     ``layout[i]``: ``(start, stop)`` of node ``order[i]``'s saved arrays among the program's
-    arguments (``None``: it saves nothing the program reads); ``arrays``: those arguments
+    arguments (``None``: it saves nothing the program reads); ``leaves``: the ``AccumulateGrad``
+    nodes, in that order (the program returns their gradients so); ``arrays``: those arguments
     (seeds first), when they could be read during the walk (nothing packed anywhere yet:
     reading runs no hook), else ``None``.
     """
 
-    __slots__ = ("key", "order", "layout", "packed", "arrays")
+    __slots__ = ("key", "order", "layout", "leaves", "packed", "arrays")
 
-    def __init__(self, key: StructureKey, order: list, layout: list, packed: bool, arrays: Optional[list]) -> None:
-        self.key, self.order, self.layout, self.packed, self.arrays = key, order, layout, packed, arrays
+    def __init__(self, key: StructureKey, order: list, layout: list, leaves: list, packed: bool,
+                 arrays: Optional[list]) -> None:
+        self.key, self.order, self.layout, self.leaves = key, order, layout, leaves
+        self.packed, self.arrays = packed, arrays
 
 
 class Plan:
@@ -74,11 +77,11 @@ class Plan:
     """
 
     __slots__ = ("order", "graph_root", "root_nr", "seeds", "output_edges", "accumulate", "min_topo", "arrays",
-                 "layout", "_dependencies", "_exec_info")
+                 "layout", "leaves", "_dependencies", "_exec_info")
 
     def __init__(self, found: Structure, graph_root: Node, root_nr: int, seeds: list, output_edges: list,
                  accumulate: bool, min_topo: int, arrays: list) -> None:
-        self.order, self.layout, self.arrays = found.order, found.layout, arrays
+        self.order, self.layout, self.leaves, self.arrays = found.order, found.layout, found.leaves, arrays
         self.graph_root, self.root_nr, self.seeds = graph_root, root_nr, seeds
         self.output_edges, self.accumulate, self.min_topo = output_edges, accumulate, min_topo
         self._dependencies: Optional[dict] = None
@@ -122,6 +125,7 @@ def find(graph_root: Node, root_nr: int, seeds: list, output_edges: list, accumu
     key: list = [accumulate, root_nr, len(output_edges)]
     append = key.append
     layout: list = []
+    leaves: list = []
     n_saved = len(seeds)
     packed = False  # saved-tensor hooks: unpacking runs user code, so such graphs compile in the foreground
     # Until a saved tensor is packed anywhere, reading saved arrays runs no user code: read them now
@@ -134,6 +138,7 @@ def find(graph_root: Node, root_nr: int, seeds: list, output_edges: list, accumu
         if kind is AccumulateGrad:
             append(_LEAF)
             layout.append(None)
+            leaves.append(node)
             continue
         if node.topological_nr < min_topo:
             append(_PRUNED)
@@ -189,7 +194,7 @@ def find(graph_root: Node, root_nr: int, seeds: list, output_edges: list, accumu
     key.append(tuple([s.data.aval if hasattr(s.data, "aval") else type(s.data) for s in seeds]))
     for node, input_nr in output_edges:
         key += (index.get(node, -1), input_nr)
-    return Structure(StructureKey(tuple(key)), order, layout, packed, arrays)
+    return Structure(StructureKey(tuple(key)), order, layout, leaves, packed, arrays)
 
 
 def make_plan(found: Structure, graph_root: Node, root_nr: int, seeds: list, output_edges: list, accumulate: bool,
