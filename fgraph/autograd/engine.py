@@ -12,6 +12,11 @@ The algorithm is PyTorch's (see ``engine-execution.md`` in the design seeds):
    dependencies reached zero; per-node input buffers sum the gradients that
    arrive on several edges.
 
+First, though, the pass's structure is found (:mod:`fgraph.autograd.structure`, one
+walk). When a program for that structure is compiled (:mod:`fgraph.autograd.fusion`),
+steps 2-4 were traced into it: the pass is one call of the program, and steps 2 and 3,
+whose results the structure determines, are not run again.
+
 Everything is iterative, so a 100,000-node chain is fine, and nothing is stored
 on tensors: gradients are returned.
 """
