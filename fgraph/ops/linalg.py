@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any, Sequence, Union
 
 import jax.numpy as jnp
+import numpy as np
 
 from fgraph.errors import OpError
 from fgraph.ops._declare import OpDef, apply_op, declare
@@ -80,8 +81,8 @@ def _matmul_op(a: Any, b: Any) -> OpDef:
     vector @ matrix, and for batches the ``_unsafe_view`` that reshapes the folded ``mm``/``bmm``
     result, or the ``contiguous()`` copy of a transposed product when a matrix that requires grad
     multiplies a batch (PyTorch treats a 3-D operand with batch size 1 against a 3-D batch as a matrix)."""
-    na = a.ndim if isinstance(a, Tensor) else jnp.ndim(a)
-    nb = b.ndim if isinstance(b, Tensor) else jnp.ndim(b)
+    na = a.ndim if isinstance(a, Tensor) else np.ndim(a)  # (jnp.ndim of a list is deprecated)
+    nb = b.ndim if isinstance(b, Tensor) else np.ndim(b)
     if na == 2 and nb == 2 or na == 0 or nb == 0:
         return MATMUL
     if na == 1:
