@@ -13,7 +13,7 @@ vjp, so derivatives of any order go through (a third-order vjp compiles on the c
 thread the first time). A later plain pass over a graph holding ``FusedBackward`` nodes
 fuses like any other: a Hessian-vector product is then four dispatches and a few ops.
 
-Only what :func:`fgraph.autograd.fusion.structure_of` accepts is fused (hook-free declared
+Only what :func:`fgraph.autograd.structure.find` accepts is fused (hook-free declared
 ops and ``FusedBackward`` nodes), without saved-tensor hooks and not under JAX tracing;
 until a structure's program and its vjp are compiled, passes run node by node. Values
 equal the node-by-node pass up to floating-point reassociation. The gradients' ``grad_fn``
@@ -147,7 +147,7 @@ class FusedBackward(Node):
             result[i] = g
         return tuple(result)
 
-    # -- fusion protocol (see fusion.structure_of): a later plain pass traces this node ---------------
+    # -- fusion protocol (see structure.find): a later plain pass traces this node -------------------
     def fusion_signature(self) -> tuple:
         return (FusedBackward, self.program, self.float_in, self.float_out, self.out_meta)
 
