@@ -117,3 +117,26 @@ def test_structure_keys_are_equal_only_for_equal_structures():
     assert key(True) != key(False)
     assert key(True, lambda h: [h]) != key(True, lambda h: [h, x]) != key(True)
     assert structure.find(x._edge[0], 0, [fg.ones_like(x)], [], False, 0, 512, 64).key != key(True)
+
+
+def _chain(x, c, d, sin, n):
+    h = x
+    for i in range(n):
+        h = sin(h) if i % 3 == 0 else h * c if i % 3 == 1 else h + d
+    return h.sum()
+
+
+def test_segment_keys_tell_apart_what_each_node_captures(foreground_fusion, monkeypatch):
+    """A graph over MAX_NODES runs in segments; asking for a leaf twice makes its node capture two values,
+    so the segments' keys must differ from the plain request's (else a program would return too few)."""
+    monkeypatch.setattr(fusion, "MAX_NODES", 16)
+    values = {"x": np.array([0.3, -0.7, 1.1]), "c": np.array([0.9, 0.8, 1.1]), "d": np.array([0.1, -0.2, 0.05])}
+    want = dict(zip("xcd", jax.grad(lambda x, c, d: _chain(x, c, d, jnp.sin, 40), argnums=(0, 1, 2))(
+        *(jnp.asarray(values[k]) for k in "xcd"))))
+    for _ in range(3):
+        for names in ("xcd", "dxc", "xcdx"):
+            leaves = {k: fg.tensor(v, requires_grad=True) for k, v in values.items()}
+            got = fg.grad(_chain(leaves["x"], leaves["c"], leaves["d"], fg.sin, 40), [leaves[k] for k in names])
+            for name, g in zip(names, got):
+                np.testing.assert_allclose(g.numpy(), np.asarray(want[name]), rtol=1e-12, atol=1e-14)
+    assert fusion.stats()["fused_runs"] > 0

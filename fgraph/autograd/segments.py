@@ -24,6 +24,7 @@ from fgraph.autograd import fusion
 from fgraph.autograd._ready_heap import SUM_ARITY, _finish_sums, _GradSum, _sum_grads
 from fgraph.autograd.graph import AccumulateGrad, GraphRoot, Node
 from fgraph.autograd.saved_tensors import Packed
+from fgraph.autograd.structure import StructureKey
 from fgraph.tensor import _wrap
 
 __all__: list = []
@@ -129,10 +130,17 @@ def _execution_order(root: Node, dependencies: dict, exec_info: Optional[dict]) 
 
 _NEEDED_MARKS = (True, None)
 _SKIPPED_MARKS = (False, None)
+_NO_EDGE = (-1, 0, 0)
 
 
 def _plan(nodes: list, pending: dict, position: dict, exec_info: Optional[dict], accumulate: bool) -> tuple:
-    """The segment's structure key (nodes outside it named relative to it) and its run."""
+    """The segment's structure key (nodes outside it named relative to it) and its run.
+
+    The key is flat, as :func:`fgraph.autograd.structure.find`'s: the carried-in gradients (count,
+    then where, index, slot and aval of each), then per node its op, parameters, input metadata,
+    saved kinds (count, then types), edges (count, then where, index, output number; where is 0 for
+    a node of the segment, 1 for one outside it, -1 for no edge) and ``exec_info`` marks.
+    """
     local = {node: j for j, node in enumerate(nodes)}
     carried_nodes = sorted(pending, key=position.__getitem__)
     ext: dict = {}
@@ -141,14 +149,17 @@ def _plan(nodes: list, pending: dict, position: dict, exec_info: Optional[dict],
             ext[node] = len(ext)
     carried_in = []
     arrays = []
-    signature: list = [accumulate]
+    carried_key: list = []
     for node in carried_nodes:
-        ref = (0, local[node]) if node in local else (1, ext[node])
+        where, at = (0, local[node]) if node in local else (1, ext[node])
         for slot, g in enumerate(pending[node]):
             if g is not None:
                 carried_in.append((node, slot))
                 arrays.append(g.data)
-                signature.append((ref, slot, g.data.aval))
+                carried_key += (where, at, slot, g.data.aval)
+    key: list = ["segment", accumulate, len(carried_in)]
+    key += carried_key
+    append = key.append
     infos = []
     layout = []
     local_index = local.get
@@ -163,12 +174,23 @@ def _plan(nodes: list, pending: dict, position: dict, exec_info: Optional[dict],
             marks = (info.needed, tuple(info.captures))
         if type(node) is AccumulateGrad:
             layout.append(None)
-            signature.append((0, marks))
+            append(0)
+            append(marks)
             continue
-        edges = []
+        append(node.op)
+        append(node.params)
+        append(node.in_meta)
+        saved = node.saved_arrays()
+        start = len(arrays)
+        arrays += saved
+        layout.append((start, len(arrays)))
+        append(len(saved))
+        for value in saved:  # the kinds (= node.saved_kinds(): nothing here is packed, see _execution_order)
+            append(type(value))
+        append(len(node.next_edges))
         for edge in node.next_edges:
             if edge is None:
-                edges.append(None)
+                key += _NO_EDGE
                 continue
             nxt, output_nr = edge
             j = local_index(nxt)
@@ -176,19 +198,17 @@ def _plan(nodes: list, pending: dict, position: dict, exec_info: Optional[dict],
                 k = ext.get(nxt)
                 if k is None:
                     k = ext[nxt] = len(ext)
-                edges.append((1, k, output_nr))
+                append(1)
+                append(k)
             else:
-                edges.append((0, j, output_nr))
-        saved = node.saved_arrays()
-        start = len(arrays)
-        arrays.extend(saved)
-        layout.append((start, len(arrays)))
-        kinds = tuple(map(type, saved))  # = node.saved_kinds(): no saved tensor here is packed (_execution_order)
-        signature.append((node.op, node.params, node.in_meta, kinds, tuple(edges), marks))
+                append(0)
+                append(j)
+            append(output_nr)
+        append(marks)
     out_slots = [(node, slot) for node in sorted(ext, key=position.__getitem__) for slot in range(node.num_inputs)]
-    signature.append(tuple(ext[node] for node, _ in out_slots))
+    append(tuple([ext[node] for node, _ in out_slots]))
     segment = _Segment(nodes, infos, layout, carried_in, out_slots, accumulate, arrays)
-    return ("segment", tuple(signature)), segment
+    return StructureKey(tuple(key)), segment
 
 
 def _segment_body(program: Any, *arrays: Any) -> tuple:
