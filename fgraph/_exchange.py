@@ -37,8 +37,8 @@ def from_dlpack(ext_tensor: Any, *, copy: Optional[bool] = None) -> Tensor:
                         f"got {type(ext_tensor).__name__}; fg.tensor(data) converts other data.")
     if isinstance(ext_tensor, np.ndarray) and not ext_tensor.flags.writeable:
         return _wrap(jnp.array(ext_tensor))  # NumPy refuses to export read-only arrays through DLPack
-    try:
-        array = jax.dlpack.from_dlpack(ext_tensor, copy=copy)
+    try:  # copy=True is ours to do below: JAX's CUDA backend cannot import with a copy (UNIMPLEMENTED)
+        array = jax.dlpack.from_dlpack(ext_tensor, copy=False if copy is False else None)
     except (RuntimeError, TypeError, ValueError, BufferError) as exc:
         raise TypeError(f"from_dlpack: cannot import a {type(ext_tensor).__name__} (shape "
                         f"{tuple(getattr(ext_tensor, 'shape', ()))}, dtype {getattr(ext_tensor, 'dtype', '?')}) through "

@@ -105,7 +105,7 @@ def test_dlpack_copy_true_is_safe_against_producer_mutation():
 
 
 def test_dlpack_export_of_a_tensor_that_requires_grad_warns_and_detach_silences_it():
-    x = fg.tensor([1.0, 2.0], requires_grad=True)
+    x = fg.tensor([1.0, 2.0], requires_grad=True).to("cpu")  # NumPy imports host memory only
     with pytest.warns(UserWarning, match=r"graph is not carried.*detach\(\)"):
         out = np.from_dlpack(x)
     np.testing.assert_array_equal(out, [1.0, 2.0])
@@ -143,6 +143,7 @@ def _torch_dtype(torch, dtype):
 
 
 def _torch_to_numpy(torch, t):
+    t = t.cpu()  # on a GPU backend the exchanged tensor lives on the GPU, as the Tensor did
     if t.dtype == torch.bfloat16:
         return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
     return t.numpy()

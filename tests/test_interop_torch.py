@@ -57,7 +57,7 @@ def test_round_trip_keeps_dtype_shape_and_bits(dtype):
                                                           else _np_dtype(dtype))
         if dtype != torch.bfloat16:
             np.testing.assert_array_equal(x.numpy(), t.numpy())
-        back = to_torch(x)
+        back = to_torch(x).cpu()  # to_torch keeps the Tensor's device: the GPU on a GPU backend
         assert back.dtype == dtype and tuple(back.shape) == tuple(shape) and torch.equal(back, t)
 
 
@@ -117,7 +117,7 @@ def test_gradients_match_across_the_bridge():
 
 @needs_torch
 def test_jax_arrays_and_errors():
-    assert torch.equal(to_torch(jnp.arange(3)), torch.arange(3, dtype=torch.int64))
+    assert torch.equal(to_torch(jnp.arange(3)).cpu(), torch.arange(3, dtype=torch.int64))
     with pytest.raises(TypeError, match="expected a torch.Tensor, got a ndarray"):
         from_torch(np.ones(2))
     with pytest.raises(TypeError, match="fgraph Tensor already"):
