@@ -11,7 +11,7 @@ trajectories agree (float32: to about 1e-5).
 
 On a CPU the devices are simulated: the script sets
 ``XLA_FLAGS=--xla_force_host_platform_device_count=N`` before JAX starts. On a machine
-with N accelerators it uses them. Multi-host: start one process per host with
+with N accelerators it uses them; with fewer, it runs on N simulated CPU devices. Multi-host: start one process per host with
 ``jax.distributed.initialize()`` (coordinator address, process count and id from the
 launcher's environment) before building the mesh; ``jax.devices()`` then lists every
 host's devices and the same script runs unchanged (see the README).
@@ -72,20 +72,31 @@ def train(data: _common.Digits, steps: int, seed: int, mesh=None) -> list:
     return [loss.item() for loss in losses], placed_on
 
 
+def mesh_devices(count: int) -> list:
+    """``count`` devices of JAX's default backend, or ``count`` simulated CPU devices where it has fewer."""
+    devices = jax.devices()[:count]
+    if len(devices) < count:
+        devices = jax.devices("cpu")[:count]  # simulated: the XLA flag above
+        if len(devices) < count:
+            raise SystemExit(f"data_parallel: asked for {count} devices, JAX sees {len(jax.devices())}.")
+        print(f"JAX's {jax.default_backend()} backend has {len(jax.devices())} device(s): "
+              f"the mesh uses {count} simulated CPU devices")
+    return devices
+
+
 def main() -> None:
     parser = _common.make_parser(__doc__)
     parser.add_argument("--devices", type=int, default=4, help="devices in the mesh (simulated on a CPU; default 4)")
     parser.add_argument("--steps", type=int, default=120, help="training steps (default 120)")
     args = _common.parse_args(parser)
     steps = 6 if args.quick else args.steps
-    devices = jax.devices()[:args.devices]
-    if len(devices) < args.devices:
-        raise SystemExit(f"data_parallel: asked for {args.devices} devices, JAX sees {len(jax.devices())}.")
+    devices = mesh_devices(args.devices)
     data = _common.load_digits(seed=args.seed)
 
-    single, _ = train(data, steps, args.seed)
-    mesh = fg.distributed.mesh(devices)
-    parallel, placed_on = train(data, steps, args.seed, mesh)
+    with jax.default_device(devices[0]):  # both runs on the mesh's kind of device
+        single, _ = train(data, steps, args.seed)
+        mesh = fg.distributed.mesh(devices)
+        parallel, placed_on = train(data, steps, args.seed, mesh)
     print(f"after training, the parameters are replicated on {placed_on} devices")
 
     gap = float(np.max(np.abs(np.array(single) - np.array(parallel))))
