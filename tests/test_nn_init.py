@@ -67,11 +67,14 @@ def test_scaled_initialisations(fn, kwargs, expected_std):
 def test_scaled_initialisations_match_torch_statistics():
     torch = pytest.importorskip("torch")
     t = torch.empty(256, 64, 3)
+    torch.manual_seed(0)  # torch's draws were unseeded: a 5-sigma largest draw failed the bound check once
     for ours, theirs in ((init.kaiming_uniform_, torch.nn.init.kaiming_uniform_),
                          (init.xavier_normal_, torch.nn.init.xavier_normal_)):
         a = ours(fg.empty(256, 64, 3), key=KEY).numpy()
         b = theirs(t).numpy()
-        assert abs(a.std() / b.std() - 1) < 0.02 and abs(np.abs(a).max() / np.abs(b).max() - 1) < 0.2
+        assert abs(a.std() / b.std() - 1) < 0.02
+        if ours is init.kaiming_uniform_:  # a uniform's largest draw is its bound; a normal's has no bound
+            assert abs(np.abs(a).max() / np.abs(b).max() - 1) < 0.01
 
 
 def test_constant_eye_dirac_orthogonal():

@@ -75,8 +75,13 @@ def test_small_names():
 def test_special_values_far_out():
     sp = pytest.importorskip("scipy.special")
     x = np.concatenate([np.linspace(-60.0, 60.0, 241), [1e3, 1e6]])
-    np.testing.assert_allclose(fg.special.bessel_j0(fg.tensor(x)).tolist(), sp.j0(x), rtol=1e-13, atol=1e-15)
-    np.testing.assert_allclose(fg.special.bessel_j1(fg.tensor(x)).tolist(), sp.j1(x), rtol=1e-13, atol=1e-15)
+    # Far out, J ~ sqrt(2 / (pi x)) cos(x - phase): the phase is only known to ~|x| eps (the backend's
+    # sin/cos round it differently: XLA:GPU's reduce 1e6 less exactly than the CPU's), times that envelope.
+    far = 4 * np.abs(x) * np.finfo(np.float64).eps * np.sqrt(2 / (np.pi * np.maximum(np.abs(x), 1.0)))
+    for ours, theirs in ((fg.special.bessel_j0, sp.j0), (fg.special.bessel_j1, sp.j1)):
+        got, want = np.array(ours(fg.tensor(x)).tolist()), theirs(x)
+        bad = np.abs(got - want) > 1e-13 * np.abs(want) + 1e-15 + far
+        assert not bad.any(), f"{ours.__name__} at {x[bad]}: {got[bad]} vs SciPy's {want[bad]}"
     e = np.concatenate([np.linspace(-26.0, 80.0, 213), [1e4, 1e10, 1e300, np.inf]])
     t = torch.special.erfcx(torch.tensor(e)).numpy()
     np.testing.assert_allclose(fg.special.erfcx(fg.tensor(e)).tolist(), t, rtol=5e-14)

@@ -193,7 +193,7 @@ def det(A: Tensor) -> Tensor:
 
     Example:
         >>> import fgraph as fg
-        >>> fg.linalg.det(fg.tensor([[1.0, 2.0], [3.0, 4.0]])).item()
+        >>> round(fg.linalg.det(fg.tensor([[1.0, 2.0], [3.0, 4.0]])).item(), 4)
         -2.0
     """
     check_matrix(A, "linalg.det", "A", square=True)

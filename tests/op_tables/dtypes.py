@@ -6,6 +6,7 @@ covered in tests/test_dtypes.py. ``cast_round_trip_product`` multiplies a cast
 copy with the input, so its Hessian-vector product runs through a recorded cast.
 """
 import jax.numpy as jnp
+import numpy as np
 
 import fgraph as fg
 from op_harness import Case, OpEntry, REAL, cases, shape_cases, torch
@@ -36,7 +37,10 @@ TABLE = [
     OpEntry("double", lambda x: x.double(), lambda x: x.astype(jnp.float64), 1, SHAPES, REAL),
     OpEntry("float", lambda x: x.float(), lambda x: x.astype(jnp.float32), 1, SHAPES, REAL),
     OpEntry("half", lambda x: x.half(), lambda x: x.astype(jnp.float16), 1, SHAPES, REAL),
-    OpEntry("cast_round_trip_product", _round_trip_product, _round_trip_product_ref, 1, SHAPES, REAL),
+    # Its values pass through float32, and XLA may fold the round trip in one program and not in another
+    # (XLA:GPU allows excess precision): in float64 the two agree to float32's precision.
+    OpEntry("cast_round_trip_product", _round_trip_product, _round_trip_product_ref, 1, SHAPES, REAL,
+            tolerances={np.dtype("float64"): (1e-7, 1e-10)}),
 ]
 
 #: The PyTorch oracle, with the entries' call signatures.
