@@ -31,7 +31,7 @@ import numpy as np
 
 import fgraph as fg
 from overhead import CHAIN_OPS, chain_data, chain_forward
-from timing import block, cli, thread_settings, torch
+from timing import block, cli, thread_settings, to_torch, torch, torch_done
 
 BUDGET = 3.0
 PEERS = ("fgraph eager", "fgraph compiled", "PyTorch eager", "jax.jit(jax.grad)", "jax.grad (no jit)")
@@ -78,8 +78,8 @@ def peer_call(peer: str, data: dict, kinds: list) -> Callable[[], object]:
         compiled = fg.compile(grads_of)
         return lambda: block([g.data for g in compiled(*leaves)])
     if peer == "PyTorch eager":
-        leaves = [torch.tensor(data[k], requires_grad=True) for k in ("x", "c", "d")]
-        return lambda: torch.autograd.grad(chain_forward(*leaves, torch.sin, torch.tanh, kinds=kinds), leaves)
+        leaves = [to_torch(data[k], requires_grad=True) for k in ("x", "c", "d")]
+        return lambda: torch_done(torch.autograd.grad(chain_forward(*leaves, torch.sin, torch.tanh, kinds=kinds), leaves))
     arrays = [jnp.asarray(data[k]) for k in ("x", "c", "d")]
 
     def loss(x: jax.Array, c: jax.Array, d: jax.Array) -> jax.Array:

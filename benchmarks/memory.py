@@ -6,7 +6,8 @@ interpreter and libraries are in the baseline; warm-up and compiles happen befor
 On Linux the peak is ``VmHWM`` after resetting it through ``/proc/self/clear_refs``, so
 warm-up peaks do not count; elsewhere it is the ``ru_maxrss`` delta (which misses a
 step's peak when warm-up went higher). On a GPU, JAX's ``memory_stats()``
-``peak_bytes_in_use`` of the device (whole process) is reported as well.
+``peak_bytes_in_use`` of the device (whole process) is reported as well, and for PyTorch
+on the GPU its ``torch.cuda.max_memory_allocated()`` (whole process).
 
 Workloads: ``mlp`` (``optim_step.py``'s Adam step) and ``graph10k``
 (``second_order_and_scale.py``'s 10,000-node build + backward).
@@ -95,6 +96,12 @@ def child(workload: str, peer: str, steps: int) -> dict:
             step()
         peak, method = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "ru_maxrss delta"
     out = {"host_mib": (peak - baseline) / 1024, "baseline_mib": baseline / 1024, "method": method}
+    from timing import torch, torch_device
+
+    if peer == "PyTorch eager":
+        if torch_device() == "cuda":
+            out["device_peak_mib"] = torch.cuda.max_memory_allocated() / 2**20
+        return out
     stats = jax.devices()[0].memory_stats() if jax.default_backend() != "cpu" else None
     if stats and "peak_bytes_in_use" in stats:
         out["device_peak_mib"] = stats["peak_bytes_in_use"] / 2**20

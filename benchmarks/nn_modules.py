@@ -24,7 +24,7 @@ import numpy as np
 import fgraph as fg
 import fgraph.nn.functional as F
 from fgraph import nn
-from timing import block, cli, measure_all, thread_settings, torch
+from timing import block, cli, measure_all, thread_settings, to_torch, torch, torch_device, torch_done, torch_numpy
 
 BUDGET = 1.05
 
@@ -79,21 +79,21 @@ def torch_step(model: nn.Sequential, x: fg.Tensor, y: fg.Tensor) -> Callable[[],
     for m in model:
         layers.append(torch.nn.Linear(*m.weight.shape[::-1]) if isinstance(m, nn.Linear) else torch.nn.ReLU())
     twin = torch.nn.Sequential(*layers)
-    twin.load_state_dict({k: torch.tensor(v.numpy()) for k, v in model.state_dict().items()})
-    tx, ty = torch.tensor(x.numpy()), torch.tensor(y.numpy())
+    twin.to(torch_device()).load_state_dict({k: to_torch(v.numpy()) for k, v in model.state_dict().items()})
+    tx, ty = to_torch(x.numpy()), to_torch(y.numpy())
     params = list(twin.parameters())
 
     def step():
         loss = torch.nn.functional.mse_loss(twin(tx), ty)
-        return torch.autograd.grad(loss, params)
+        return torch_done(torch.autograd.grad(loss, params))
 
     return step
 
 
 def check_same(a: Callable, b: Callable, name: str) -> None:
     for i, (ga, gb) in enumerate(zip(a(), b())):
-        ga = ga.numpy() if isinstance(ga, fg.Tensor) else ga.detach().numpy()
-        gb = gb.numpy() if isinstance(gb, fg.Tensor) else gb.detach().numpy()
+        ga = ga.numpy() if isinstance(ga, fg.Tensor) else torch_numpy(ga)
+        gb = gb.numpy() if isinstance(gb, fg.Tensor) else torch_numpy(gb)
         if not np.allclose(ga, gb, rtol=1e-4, atol=1e-6):
             raise SystemExit(f"{name}: gradient {i} differs between the two forms; refusing to time it.")
 

@@ -36,7 +36,7 @@ import numpy as np
 import fgraph as fg
 import fgraph.nn.functional as F
 from fgraph import nn
-from timing import block, cli, measure_all, model_batch, thread_settings, torch
+from timing import block, cli, measure_all, model_batch, thread_settings, to_torch, torch, torch_device, torch_done, torch_numpy
 
 SIZES, BATCH, LR = (784, 256, 256, 10), 64, 1e-3
 SPLIT = "jax.jit per op (9 programs)"
@@ -90,17 +90,18 @@ def fgraph_step(weights: dict, x: np.ndarray, y: np.ndarray, compiled: bool = Fa
 
 def torch_step(weights: dict, x: np.ndarray, y: np.ndarray,
                build: Callable[[], object] = torch_build) -> tuple[Callable, Callable]:
-    model = build()
-    model.load_state_dict({k: torch.tensor(v) for k, v in weights.items()})
+    model = build().to(torch_device())
+    model.load_state_dict({k: to_torch(v) for k, v in weights.items()})
     opt = torch.optim.Adam(model.parameters(), lr=LR)
-    tx, ty = torch.tensor(x), torch.tensor(y)
+    tx, ty = to_torch(x), to_torch(y)
 
     def step():
         opt.zero_grad()
         torch.nn.functional.cross_entropy(model(tx), ty).backward()
         opt.step()
+        torch_done()
 
-    return step, lambda: [p.detach().numpy() for p in model.parameters()]
+    return step, lambda: [torch_numpy(p) for p in model.parameters()]
 
 
 def adam_update(state: dict, grads: list) -> dict:

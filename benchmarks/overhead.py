@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import fgraph as fg
-from timing import block, check_agreement, cli, measure_all, thread_settings, torch
+from timing import block, check_agreement, cli, measure_all, thread_settings, to_torch, torch, torch_done
 
 CHAIN_OPS = 200
 CHAIN_SIZE = 16
@@ -147,27 +147,27 @@ def jax_mlp(data: dict, jit: bool) -> Callable[[], object]:
 
 
 def torch_chain(data: dict) -> Callable[[], object]:
-    x, c, d = (torch.tensor(data[k], requires_grad=True) for k in ("x", "c", "d"))
+    x, c, d = (to_torch(data[k], requires_grad=True) for k in ("x", "c", "d"))
     leaves = [x, c, d]
 
     def step():
         for t in leaves:
             t.grad = None
         chain_forward(x, c, d, torch.sin, torch.tanh).backward()
-        return [t.grad for t in leaves]
+        return torch_done([t.grad for t in leaves])
 
     return step
 
 
 def torch_mlp(data: dict) -> Callable[[], object]:
-    params = [torch.tensor(data[k], requires_grad=True) for k in MLP_PARAMS]
-    x, y = torch.tensor(data["x"]), torch.tensor(data["y"])
+    params = [to_torch(data[k], requires_grad=True) for k in MLP_PARAMS]
+    x, y = to_torch(data["x"]), to_torch(data["y"])
 
     def step():
         for p in params:
             p.grad = None
         mlp_forward(params, x, y, torch.relu).backward()
-        return [p.grad for p in params]
+        return torch_done([p.grad for p in params])
 
     return step
 

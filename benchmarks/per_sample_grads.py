@@ -30,7 +30,7 @@ import fgraph as fg
 import fgraph.nn.functional as F
 from fgraph import nn
 from fgraph.func import functional_call, grad, vmap
-from timing import block, cli, measure_all, model_batch, thread_settings, torch
+from timing import block, cli, measure_all, model_batch, thread_settings, to_torch, torch, torch_device, torch_done, torch_numpy
 
 SIZES, BATCH = (784, 256, 10), 64
 BUDGET = 5.0
@@ -82,10 +82,10 @@ def fgraph_loop(weights: dict, x: np.ndarray, y: np.ndarray) -> tuple[Callable, 
 
 def torch_vmap(weights: dict, x: np.ndarray, y: np.ndarray) -> tuple[Callable, Callable]:
     model = torch.nn.Sequential(torch.nn.Linear(SIZES[0], SIZES[1]), torch.nn.ReLU(),
-                                torch.nn.Linear(SIZES[1], SIZES[2]))
-    model.load_state_dict({k: torch.tensor(v) for k, v in weights.items()})
+                                torch.nn.Linear(SIZES[1], SIZES[2])).to(torch_device())
+    model.load_state_dict({k: to_torch(v) for k, v in weights.items()})
     params = {k: v.detach() for k, v in model.named_parameters()}
-    tx, ty = torch.tensor(x), torch.tensor(y)
+    tx, ty = to_torch(x), to_torch(y)
 
     def loss_fn(params: dict, xi, yi):
         out = torch.func.functional_call(model, params, (xi[None],))
@@ -95,9 +95,9 @@ def torch_vmap(weights: dict, x: np.ndarray, y: np.ndarray) -> tuple[Callable, C
     result: dict = {}
 
     def step():
-        result["g"] = per_sample(params, tx, ty)
+        result["g"] = torch_done(per_sample(params, tx, ty))
 
-    return step, lambda: [result["g"][k].numpy() for k in weights]
+    return step, lambda: [torch_numpy(result["g"][k]) for k in weights]
 
 
 def jax_vmap(weights: dict, x: np.ndarray, y: np.ndarray, jit: bool) -> tuple[Callable, Callable]:

@@ -15,8 +15,11 @@ workload of the other scripts here, with their builders and agreement checks:
 
 Options: ``--quick`` (a smoke run: one repeat, short batches, memory of fgraph eager only;
 the compiled and un-jitted peers of the MLP, CNN and per-sample workloads and the compiled
-and jax.jit fresh structures, whose compiles cost seconds, are left out), ``--write`` (also write ``benchmarks/RESULTS.md``), ``--note TEXT`` (a line for that file),
-``--device cpu|gpu`` (JAX's platform; by default JAX's default backend, which is labelled).
+and jax.jit fresh structures, whose compiles cost seconds, are left out), ``--write`` (also write
+this backend's section of ``benchmarks/RESULTS.md``, leaving the other backends' sections as they
+are), ``--note TEXT`` (a line for that section), ``--device cpu|gpu`` (JAX's platform; by default
+JAX's default backend, which is labelled). On a GPU the PyTorch peers run on the GPU as well
+(``timing.torch_device``).
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ import argparse
 import datetime
 import os
 import platform
+import re
 import resource
 import shlex
 import sys
@@ -226,9 +230,10 @@ def environment() -> list[str]:
     import jax
     import jaxlib
 
-    from timing import device_kind, torch, usable_cpus
+    from timing import device_kind, torch, torch_device, usable_cpus
 
-    torch_line = "not installed" if torch is None else f"{torch.__version__}, cpu, {torch.get_num_threads()} threads"
+    torch_line = ("not installed" if torch is None
+                  else f"{torch.__version__}, {torch_device()}, {torch.get_num_threads()} threads")
     load = f"{os.getloadavg()[0]:.2f}" if hasattr(os, "getloadavg") else "?"
     return [
         f"- device: {device_kind()} (JAX default backend: {jax.default_backend()})",
@@ -252,7 +257,13 @@ def table(rows: dict) -> list[str]:
 
 
 def report(rows: dict, fresh_raw: dict, quick: bool, command: str, note: Optional[str]) -> str:
-    out = ["# fgraph benchmark results", ""]
+    """This backend's section of ``RESULTS.md``: the environment, the table, the floors and the budgets."""
+    import jax
+
+    from timing import device_kind
+
+    backend = jax.default_backend()
+    out = [f"## {device_kind()}", ""]
     if note:
         out += [f"**{note}**", ""]
     out += [f"Command: `{command}`" + (" (smoke run: one repeat, figures are rough)" if quick else ""), ""]
@@ -278,9 +289,31 @@ def report(rows: dict, fresh_raw: dict, quick: bool, command: str, note: Optiona
         if key in rows:
             out.append(f"Device peak_bytes_in_use ({key[11:]}): "
                        + ", ".join(f"{p} {v:.1f} MiB" for p, v in rows[key].items()) + ".")
-    out += ["", "| budget | measured | budget | verdict |", "|---|---:|---:|---|"]
+    out.append("")
+    if backend != "cpu":
+        out += ["Issue 13's budgets were set for the 2-core CPU; on this backend they are shown for comparison.", ""]
+    out += ["| budget | measured | budget | verdict |", "|---|---:|---:|---|"]
     out += [f"| {what} | {measured} | {limit} | {verdict} |" for what, measured, limit, verdict in budgets(rows, fresh_raw)]
     return "\n".join(out) + "\n"
+
+
+RESULTS_TITLE = ("# fgraph benchmark results\n\nWritten by `python -m benchmarks --write`, one section per backend: "
+                 "a run replaces its own backend's section and leaves the others. Never edited by hand.\n")
+_SECTION = re.compile(r"<!-- results: (\w+) -->\n(.*?)<!-- end of results: \1 -->\n", re.S)
+
+
+def write_section(path: str, backend: str, text: str) -> None:
+    """Put ``text`` into ``path`` as ``backend``'s section, keeping the other backends' (CPU first)."""
+    try:
+        with open(path) as f:
+            sections = dict(_SECTION.findall(f.read()))
+    except FileNotFoundError:
+        sections = {}
+    sections[backend] = text
+    order = sorted(sections, key=lambda b: (b != "cpu", b))
+    with open(path, "w") as f:
+        f.write(RESULTS_TITLE + "".join(f"\n<!-- results: {b} -->\n{sections[b]}<!-- end of results: {b} -->\n"
+                                        for b in order))
 
 
 def _children_cpu() -> float:
@@ -322,8 +355,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     text = report(rows, fresh_raw, args.quick, command.strip(), args.note)
     print(text)
     if args.write:
-        with open(os.path.join(HERE, "RESULTS.md"), "w") as f:
-            f.write(text)
+        import jax
+
+        write_section(os.path.join(HERE, "RESULTS.md"), jax.default_backend(), text)
     return 0
 
 

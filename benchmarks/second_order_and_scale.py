@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import fgraph as fg
-from timing import block, check_agreement, cli, measure_all, thread_settings, torch
+from timing import block, check_agreement, cli, measure_all, thread_settings, to_torch, torch, torch_done
 
 HVP_SIZE = 64
 CUT = "jax.jit per op (9 programs)"  # the HVP in pure JAX, cut into the programs fgraph eager runs
@@ -136,13 +136,13 @@ def _hvp_second_backward(x: jax.Array, v: jax.Array, w1: jax.Array, w2: jax.Arra
 
 
 def torch_hvp(data: dict) -> Callable[[], object]:
-    x = torch.tensor(data["x"], requires_grad=True)
-    v, w1, w2 = (torch.tensor(data[k]) for k in ("v", "w1", "w2"))
+    x = to_torch(data["x"], requires_grad=True)
+    v, w1, w2 = (to_torch(data[k]) for k in ("v", "w1", "w2"))
 
     def step():
         (g,) = torch.autograd.grad(hvp_loss(x, w1, w2, torch.tanh), [x], create_graph=True)
         (hv,) = torch.autograd.grad((g * v).sum(), [x])
-        return [hv]
+        return torch_done([hv])
 
     return step
 
@@ -176,10 +176,10 @@ def fgraph_graph(data: dict) -> Callable[[], object]:
 
 
 def torch_graph(data: dict) -> Callable[[], object]:
-    leaves = [torch.tensor(data[k], requires_grad=True) for k in ("x", "c", "d")]
+    leaves = [to_torch(data[k], requires_grad=True) for k in ("x", "c", "d")]
 
     def step():
-        return torch.autograd.grad(long_chain(*leaves, torch.sin, torch.tanh), leaves)
+        return torch_done(torch.autograd.grad(long_chain(*leaves, torch.sin, torch.tanh), leaves))
 
     return step
 

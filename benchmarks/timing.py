@@ -8,11 +8,17 @@ them alike, and the median per-call time is kept. Results are synchronised
 (``block_until_ready``) inside the timed region by the peers themselves.
 
 PyTorch is an optional peer: ``torch`` is ``None`` when it is not installed. Its thread
-pool is set to the usable cores (:func:`match_threads`), the size of XLA's CPU pool.
+pool is set to the usable cores (:func:`match_threads`), the size of XLA's CPU pool. When
+JAX runs on a GPU and PyTorch sees one, the PyTorch peers run there too
+(:func:`torch_device`): their tensors are made with :func:`to_torch` and each step ends
+with :func:`torch_done`, which waits for the GPU as ``block_until_ready`` does for JAX.
+On a GPU every peer computes float32 matrix products in full float32 (PyTorch's default;
+JAX's default there is TF32), so the peers do the same arithmetic and their gradients agree.
 """
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import os
 import platform
@@ -44,9 +50,42 @@ def usable_cpus() -> int:
 
 
 def match_threads() -> None:
-    """Give PyTorch's intra-op pool one thread per usable core, as XLA's CPU backend has."""
+    """Give PyTorch's intra-op pool one thread per usable core, as XLA's CPU backend has.
+
+    On a GPU, also make every peer's float32 matrix products and convolutions full float32.
+    """
     if torch is not None:
         torch.set_num_threads(usable_cpus())
+    if jax.default_backend() == "gpu":
+        jax.config.update("jax_default_matmul_precision", "float32")
+    if torch_device() == "cuda":  # PyTorch's matmuls are full float32 by default, its cuDNN convolutions not
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+
+
+@functools.cache
+def torch_device() -> str:
+    """Where the PyTorch peers run: ``"cuda"`` when JAX runs on a GPU and PyTorch sees one, else ``"cpu"``."""
+    if torch is not None and jax.default_backend() == "gpu" and torch.cuda.is_available():
+        return "cuda"
+    return "cpu"
+
+
+def to_torch(array, requires_grad: bool = False) -> "torch.Tensor":
+    """A PyTorch peer's tensor of ``array`` (NumPy), on :func:`torch_device`."""
+    return torch.tensor(np.asarray(array), device=torch_device(), requires_grad=requires_grad)
+
+
+def torch_done(values=None):
+    """The end of a PyTorch peer's step: wait for the GPU's queued work (nothing on the CPU); returns ``values``."""
+    if torch_device() == "cuda":
+        torch.cuda.synchronize()
+    return values
+
+
+def torch_numpy(t: "torch.Tensor") -> np.ndarray:
+    """A PyTorch peer's tensor as a NumPy array, wherever it lives."""
+    return t.detach().cpu().numpy()
 
 
 # -- timing -----------------------------------------------------------------------------------
@@ -118,7 +157,7 @@ def as_numpy(values) -> list:
         if isinstance(v, fg.Tensor):
             v = v.data
         elif torch is not None and isinstance(v, torch.Tensor):
-            v = v.detach().numpy()
+            v = torch_numpy(v)
         out.append(np.asarray(v))
     return out
 
@@ -172,7 +211,7 @@ def thread_settings() -> list[str]:
     lines.append("jax/XLA CPU: default thread pool (one thread per usable core unless XLA_FLAGS says otherwise); "
                  + ("async dispatch OFF (FGRAPH_BENCH_SYNC_DISPATCH=1)" if SYNC_DISPATCH else "async dispatch on (JAX's default)"))
     if torch is not None:
-        lines.append(f"torch {torch.__version__} on cpu: num_threads={torch.get_num_threads()} (one per usable core), "
+        lines.append(f"torch {torch.__version__} on {torch_device()}: num_threads={torch.get_num_threads()} (one per usable core), "
                      f"num_interop_threads={torch.get_num_interop_threads()}")
     else:
         lines.append("torch: not installed; the PyTorch column and the budget checks against it are skipped")

@@ -53,3 +53,20 @@ def test_quick_suite_prints_every_workload_row():
     for budget in BUDGETS:
         found = [r for r in verdicts if r.startswith("| " + budget)]
         assert len(found) == 1 and found[0].rstrip(" |").split(" | ")[-1] in ("PASS", "MISS", "n/a"), budget
+
+
+def test_writing_one_backend_keeps_the_other_backends_results(tmp_path):
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    try:
+        import run
+    finally:
+        sys.path.remove(os.path.join(ROOT, "benchmarks"))
+    path = str(tmp_path / "RESULTS.md")
+    run.write_section(path, "gpu", "## GPU (H100)\n\n| gpu table |\n")
+    run.write_section(path, "cpu", "## CPU (cpu)\n\n| first cpu table |\n")
+    run.write_section(path, "cpu", "## CPU (cpu)\n\n| second cpu table |\n")
+    text = open(path).read()
+    assert text.startswith("# fgraph benchmark results")
+    assert "second cpu table" in text and "first cpu table" not in text and "gpu table" in text
+    assert text.index("## CPU") < text.index("## GPU"), "the CPU section comes first"
+    assert text.count("<!-- results: cpu -->") == 1 and text.count("<!-- results: gpu -->") == 1
