@@ -342,6 +342,29 @@ def test_a_failed_trace_leaves_the_objects_as_they_were():
     assert opt.param_groups[0]["params"][0] is params[0] and not opt.state
 
 
+def test_a_steady_step_copies_no_python_number_to_the_device():
+    """jit copies every Python number argument (the learning rate, Adam's betas and eps) from the host
+    on every call, a synchronous transfer each on a GPU: a steady step passes device arrays made once.
+    A new number (the learning rate changed between calls) is copied once and used, as in eager."""
+    import jax
+
+    batches = _batches(8)
+    runs = []
+    for step in (_train_step, fg.compile(_train_step)):
+        model, opt, _ = _mlp()
+        losses = []
+        for i, (x, y) in enumerate(batches):
+            if i == 5:
+                opt.param_groups[0]["lr"] = 3e-2
+            steady = step is not _train_step and i in (3, 4, 6, 7)
+            with jax.transfer_guard_host_to_device("disallow" if steady else "allow"):
+                losses.append(step(model, opt, x, y))
+        runs.append((np.array([loss.item() for loss in losses]), model.state_dict()))
+    (a, state_a), (b, state_b) = runs
+    np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)
+    assert _max_state_gap(state_a, state_b) < 1e-9
+
+
 def test_a_steady_step_reuses_the_inputs_its_write_back_left(monkeypatch):
     """After a step that kept the structure, the next call takes the program inputs the write-back left
     (worked out while the program ran) instead of working them out again; a value put into a slot

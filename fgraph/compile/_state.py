@@ -18,6 +18,8 @@ from __future__ import annotations
 import operator
 from typing import Any, Iterable, NamedTuple, Optional
 
+import jax.numpy as jnp
+
 from fgraph.nn.modules.module import Module
 from fgraph.nn.parameter import Parameter, _make_parameter, owners, rebind, track
 from fgraph.optim.optimizer import Optimizer
@@ -49,6 +51,7 @@ class StateTable:
         self.values: list = []          # the slot's value: a Tensor, a key array, or a number / tuple of numbers
         self._saved_state: dict = {}    # optimizer index -> its ``state`` dict (restored after tracing)
         self._next_inputs = None        # see settle
+        self._numbers: dict = {}        # id -> (number or tuple of numbers, its device array(s)); see settle
         for index, obj in enumerate(objects):
             if isinstance(obj, Module):
                 self._capture_module(index, obj)
@@ -171,7 +174,28 @@ class StateTable:
             inputs, which = distinct(final)
             self.values = final
             if which == self._which:
-                self._next_inputs = inputs
+                self._next_inputs = self._numbers_on_device(inputs)
+
+    def _numbers_on_device(self, inputs: list) -> list:
+        """``inputs`` with each Python number (a learning rate, Adam's betas) as a device array, the same
+        array for as long as the slot holds the same number object: jit copies a number from the host
+        on every call, a synchronous transfer per number and call on a GPU."""
+        before, after = self._numbers, {}
+        out = []
+        for value in inputs:
+            kind = type(value)
+            if kind in _NUMBER_TYPES or kind is tuple:
+                known = before.get(id(value))
+                if known is not None and known[0] is value:
+                    value = known[1]
+                    after[id(known[0])] = known
+                elif kind is not tuple or all(type(v) in _NUMBER_TYPES for v in value):
+                    arrays = jnp.asarray(value) if kind is not tuple else tuple(jnp.asarray(v) for v in value)
+                    after[id(value)] = (value, arrays)
+                    value = arrays
+            out.append(value)
+        self._numbers = after
+        return out
 
     # -- while tracing ----------------------------------------------------------------------------------
     def install(self, inputs: list, which: tuple) -> None:
@@ -382,6 +406,9 @@ def slot_name(table: StateTable, slot: Slot) -> str:
 def value_kinds(values: list) -> tuple:
     """What about each slot's value, besides its shape and dtype, shapes the traced program."""
     return tuple([_kind_of(value) for value in values])
+
+
+_NUMBER_TYPES = frozenset((float, int, bool, complex))
 
 
 def distinct(values: list) -> tuple[list, tuple]:
