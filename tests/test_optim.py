@@ -245,6 +245,24 @@ def test_one_kernel_per_group_and_no_recompile_when_lr_changes():
     assert sizes == [1] * 6
 
 
+def test_a_steady_step_copies_no_option_to_the_device_and_a_new_value_is_used():
+    # The step's kernel takes the group's numbers (lr, betas, eps...): passed as Python numbers, jit
+    # would copy each from the host on every step (a synchronous transfer each on a GPU).
+    model = _fg_model()
+    opt = optim.Adam(model.parameters(), lr=0.1)
+    x = fg.tensor(_data()[0])
+    for _ in range(2):
+        opt.step(model(x).sum().backward())
+    with jax.transfer_guard_host_to_device("disallow"):
+        for _ in range(2):
+            opt.step(model(x).sum().backward())
+    before = [p.numpy() for p in model.parameters()]
+    opt.param_groups[0]["lr"] = 0.0  # a new number object: copied once and used, not the old array
+    opt.step(model(x).sum().backward())
+    for a, p in zip(before, model.parameters()):
+        np.testing.assert_array_equal(p.numpy(), a)
+
+
 def test_a_training_step_compiles_nothing_after_the_first_steps():
     # Host-made module arrays are committed (nn.parameter.placed) like kernel outputs; otherwise every
     # forward and backward kernel compiled again at the second step. The engine's fusion compiles

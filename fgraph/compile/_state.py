@@ -18,7 +18,7 @@ from __future__ import annotations
 import operator
 from typing import Any, Iterable, NamedTuple, Optional
 
-import jax.numpy as jnp
+from fgraph._numbers import NUMBER_TYPES, on_device
 
 from fgraph.nn.modules.module import Module
 from fgraph.nn.parameter import Parameter, _make_parameter, owners, rebind, track
@@ -183,16 +183,11 @@ class StateTable:
         before, after = self._numbers, {}
         out = []
         for value in inputs:
-            kind = type(value)
-            if kind in _NUMBER_TYPES or kind is tuple:
-                known = before.get(id(value))
-                if known is not None and known[0] is value:
-                    value = known[1]
-                    after[id(known[0])] = known
-                elif kind is not tuple or all(type(v) in _NUMBER_TYPES for v in value):
-                    arrays = jnp.asarray(value) if kind is not tuple else tuple(jnp.asarray(v) for v in value)
-                    after[id(value)] = (value, arrays)
-                    value = arrays
+            if type(value) in NUMBER_TYPES or type(value) is tuple:
+                arrays, entry = on_device(value, before.get(id(value)))
+                if entry is not None:
+                    after[id(value)] = entry
+                value = arrays
             out.append(value)
         self._numbers = after
         return out
@@ -406,9 +401,6 @@ def slot_name(table: StateTable, slot: Slot) -> str:
 def value_kinds(values: list) -> tuple:
     """What about each slot's value, besides its shape and dtype, shapes the traced program."""
     return tuple([_kind_of(value) for value in values])
-
-
-_NUMBER_TYPES = frozenset((float, int, bool, complex))
 
 
 def distinct(values: list) -> tuple[list, tuple]:

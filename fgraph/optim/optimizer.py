@@ -42,6 +42,7 @@ from typing import Any, Callable, Iterable, Optional, Union
 import jax
 import jax.numpy as jnp
 
+from fgraph._numbers import on_device
 from fgraph.autograd.grad_mode import enable_grad
 from fgraph.lazy._state import LAZY
 from fgraph.nn.modules._state_dict import as_array
@@ -223,11 +224,13 @@ class Optimizer:
         kernel = self._kernels.get(flags)
         if kernel is None:
             kernel = self._kernels[flags] = jax.jit(functools.partial(type(self)._update, flags))
+        lazy = LAZY.get()
         hyper = self._hyper_values(group)
+        if lazy is None:
+            hyper = self._hyper_on_device(group, hyper)
         states = [_arrays(self.state[p]) if p in self.state else self._first_state(p, group) for _, p, _ in active]
         grad_arrays = [g.data if g.dtype == p.dtype else g.data.astype(p.dtype) for _, p, g in active]
         args = (hyper, [p.data for _, p, _ in active], grad_arrays, states)
-        lazy = LAZY.get()
         new_params, new_states = kernel(*args) if lazy is None else lazy.call_tree(kernel, args)
         replaced = self._rebind_group(group, {i: data for (i, _, _), data in zip(active, new_params)})
         for (_, p, _), state, old_state in zip(active, new_states, states):
@@ -242,6 +245,18 @@ class Optimizer:
         if traced is not None and id(group) in traced:
             return traced[id(group)]
         return {name: group[name] for name in self._hyper}
+
+    def _hyper_on_device(self, group: dict, hyper: dict) -> dict:
+        """The group's numbers as device arrays kept while the group holds the same number objects: the
+        step's kernel would otherwise copy each from the host on every step (see ``fgraph._numbers``)."""
+        arrays = self.__dict__.setdefault("_hyper_arrays", {})  # (id(group), name) -> on_device's entry
+        out = {}
+        for name, value in hyper.items():
+            key = (id(group), name)
+            out[name], entry = on_device(value, arrays.get(key))
+            if entry is not None:
+                arrays[key] = entry
+        return out
 
     @staticmethod
     def _rebind_group(group: dict, new_data: Mapping[int, Any]) -> dict:
