@@ -31,6 +31,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 import jax
 import jax.numpy as jnp
 
+from fgraph._numbers import constants
 from fgraph.autograd._record_state import RECORD_EXTRAS
 from fgraph.autograd.anomaly import forward_stack
 from fgraph.autograd.grad_mode import _GRAD_ENABLED
@@ -169,6 +170,7 @@ def apply_op(op: OpDef, args: tuple, params: Any = None) -> Any:
     arrays = []
     edges = []
     recording = False
+    numbers = False
     for a in args:
         if isinstance(a, Tensor):
             arrays.append(a.data)
@@ -179,11 +181,14 @@ def apply_op(op: OpDef, args: tuple, params: Any = None) -> Any:
         else:
             arrays.append(a)
             edges.append(None)
+            numbers = True
+    lazy = LAZY.get()
+    if numbers and lazy is None:
+        arrays = constants(arrays)  # x * 0.5: no copy of 0.5 from the host on every call
     kernel = op._kernels.get(params)
     if kernel is None:
         kernel = op.kernel(params)
     try:
-        lazy = LAZY.get()
         out = kernel(*arrays) if lazy is None else lazy.call(kernel, arrays)
     except (TypeError, ValueError, IndexError) as exc:
         raise _explain(op, args, params, exc) from None
@@ -427,8 +432,8 @@ class OpNode(Node):
         if kernel is None:
             kernel = op.rule_kernel(*key)
         args = [None if g is None else g.data for g in grad_outputs]
-        args.extend(saved)
         lazy = LAZY.get()
+        args.extend(saved if lazy is not None else constants(saved))  # saved numbers: see apply_op
         outs = kernel(*args) if lazy is None else lazy.call(kernel, args)
         return tuple([None if o is None else _wrap(o) for o in outs])
 
