@@ -133,16 +133,10 @@ class Tensor:
 
     # -- leaving the graph -----------------------------------------------------------------
     def detach(self) -> "Tensor":
-        """A new leaf with the same data that does not require grad.
-
-        Under JAX tracing the data also passes through ``lax.stop_gradient``: a rule that
-        detaches a value cuts it from higher derivatives in a fused ``create_graph`` pass
-        (whose derivative is ``jax.vjp`` of the traced rules) as it does node by node.
-        """
+        """A new leaf with the same data that does not require grad (traced: ``lax.stop_gradient``
+        too, so a fused create_graph pass, ``jax.vjp`` of the rules, sees the cut as node by node)."""
         data = self.data
-        if isinstance(data, jax.core.Tracer):
-            data = jax.lax.stop_gradient(data)
-        return _wrap(data)
+        return _wrap(jax.lax.stop_gradient(data) if isinstance(data, jax.core.Tracer) else data)
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
         """Return a new leaf with the same data and the given ``requires_grad``.

@@ -342,27 +342,41 @@ def test_a_failed_trace_leaves_the_objects_as_they_were():
     assert opt.param_groups[0]["params"][0] is params[0] and not opt.state
 
 
+def _eager_then_compiled_agree(batches, before_step, around_step=None) -> None:
+    """Train ``_mlp`` on ``batches`` eagerly, then with ``fg.compile``: the same losses and final state.
+    ``before_step(i, model, opt)`` runs before step ``i``; ``around_step(i, compiled)`` (optional) gives a
+    context manager the step runs in."""
+    runs = []
+    for step in (_train_step, fg.compile(_train_step)):
+        model, opt, _ = _mlp()
+        losses = []
+        for i, (x, y) in enumerate(batches):
+            before_step(i, model, opt)
+            if around_step is None:
+                losses.append(step(model, opt, x, y))
+            else:
+                with around_step(i, step is not _train_step):
+                    losses.append(step(model, opt, x, y))
+        runs.append((np.array([loss.item() for loss in losses]), model.state_dict()))
+    (a, state_a), (b, state_b) = runs
+    np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)
+    assert _max_state_gap(state_a, state_b) < 1e-9
+
+
 def test_a_steady_step_copies_no_python_number_to_the_device():
     """jit copies every Python number argument (the learning rate, Adam's betas and eps) from the host
     on every call, a synchronous transfer each on a GPU: a steady step passes device arrays made once.
     A new number (the learning rate changed between calls) is copied once and used, as in eager."""
     import jax
 
-    batches = _batches(8)
-    runs = []
-    for step in (_train_step, fg.compile(_train_step)):
-        model, opt, _ = _mlp()
-        losses = []
-        for i, (x, y) in enumerate(batches):
-            if i == 5:
-                opt.param_groups[0]["lr"] = 3e-2
-            steady = step is not _train_step and i in (3, 4, 6, 7)
-            with jax.transfer_guard_host_to_device("disallow" if steady else "allow"):
-                losses.append(step(model, opt, x, y))
-        runs.append((np.array([loss.item() for loss in losses]), model.state_dict()))
-    (a, state_a), (b, state_b) = runs
-    np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)
-    assert _max_state_gap(state_a, state_b) < 1e-9
+    def new_lr(i, model, opt):
+        if i == 5:
+            opt.param_groups[0]["lr"] = 3e-2
+
+    def no_copies_when_steady(i, compiled):
+        return jax.transfer_guard_host_to_device("disallow" if compiled and i in (3, 4, 6, 7) else "allow")
+
+    _eager_then_compiled_agree(_batches(8), new_lr, no_copies_when_steady)
 
 
 def test_a_steady_step_reuses_the_inputs_its_write_back_left(monkeypatch):
@@ -373,20 +387,12 @@ def test_a_steady_step_reuses_the_inputs_its_write_back_left(monkeypatch):
     worked_out = []
     real_distinct = compiled_module.distinct
     monkeypatch.setattr(compiled_module, "distinct", lambda values: worked_out.append(1) or real_distinct(values))
-    batches = _batches(8)
-    runs = []
-    for step in (_train_step, fg.compile(_train_step)):
-        model, opt, _ = _mlp()
-        losses = []
-        for i, (x, y) in enumerate(batches):
-            if i == 5:  # a direct write into the parameter table (no setattr, no rebind: the optimizer keeps the old)
-                model[2]._parameters["bias"] = fg.nn.Parameter(fg.zeros(3, dtype=fg.float64))
-            if i == 6:  # the same, with a frozen parameter: a new program (no gradient for it)
-                frozen = fg.nn.Parameter(model[0].weight.detach(), requires_grad=False)
-                model[0]._parameters["weight"] = frozen
-            losses.append(step(model, opt, x, y).item())
-        runs.append((np.array(losses), model.state_dict()))
-    (a, state_a), (b, state_b) = runs
-    np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)
-    assert _max_state_gap(state_a, state_b) < 1e-9
+
+    def write_behind_the_modules_back(i, model, opt):
+        if i == 5:  # a direct write into the parameter table (no setattr, no rebind: the optimizer keeps the old)
+            model[2]._parameters["bias"] = fg.nn.Parameter(fg.zeros(3, dtype=fg.float64))
+        if i == 6:  # the same, with a frozen parameter: a new program (no gradient for it)
+            model[0]._parameters["weight"] = fg.nn.Parameter(model[0].weight.detach(), requires_grad=False)
+
+    _eager_then_compiled_agree(_batches(8), write_behind_the_modules_back)
     assert len(worked_out) == 1  # only at step 5 (step 6 holds a new kind of value: a new program)
