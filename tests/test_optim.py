@@ -9,6 +9,7 @@ import pytest
 import fgraph as fg
 import fgraph.nn.functional as F
 from fgraph import nn, optim
+from fgraph.nn.parameter import current, owners
 
 STEPS = 20
 
@@ -186,6 +187,23 @@ def test_tied_weights_stay_tied_and_old_records_do_not_change():
     np.testing.assert_array_equal(old.numpy(), old_values)
     assert set(map(id, opt.parameters())) == set(map(id, model.parameters()))
 
+
+def test_a_step_moves_every_slot_of_a_parameter_and_only_those():
+    """The step's new Parameters take over exactly the module slots that held the old ones (owners,
+    lineage, requires_grad), as ``rebind`` does; a slot that was given another tensor keeps it."""
+    a, b, c = nn.Linear(2, 2), nn.Linear(2, 2), nn.Linear(2, 2)
+    b.weight = a.weight
+    opt = optim.SGD([a.weight, a.bias, c.weight], lr=0.5)
+    c.weight = nn.Parameter(fg.zeros(2, 2))  # c's slot no longer holds the optimizer's parameter
+    old_weight, old_c, c_now = a.weight, opt.param_groups[0]["params"][2], c.weight
+    opt.step([fg.ones(2, 2), fg.ones(2), fg.ones(2, 2)])
+    new = a.weight
+    assert new is b.weight and new is not old_weight and new.requires_grad and isinstance(new, nn.Parameter)
+    assert sorted((m is a, m is b, n) for m, n in owners(new)) == [(False, True, "weight"), (True, False, "weight")]
+    assert owners(old_weight) == [] and current(old_weight) is new
+    np.testing.assert_allclose(new.numpy(), old_weight.numpy() - 0.5)
+    assert c.weight is c_now and opt.param_groups[0]["params"][2] is not old_c and owners(c_now) != []
+    assert current(c_now) is c_now
 
 def test_state_dict_round_trip_through_fg_save_resumes_the_same_trajectory(tmp_path):
     fg.manual_seed(0)

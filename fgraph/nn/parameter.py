@@ -35,7 +35,7 @@ from fgraph.tensor import Tensor, _init_leaf, _new_object, _to_array
 if TYPE_CHECKING:
     from fgraph.nn.modules.module import Module
 
-__all__ = ["Parameter", "Buffer", "rebind", "owners", "current"]
+__all__ = ["Parameter", "Buffer", "rebind", "succeed", "owners", "current"]
 
 
 class Parameter(Tensor):
@@ -185,11 +185,46 @@ def rebind(mapping: Mapping[Tensor, Any]) -> dict[Tensor, Parameter]:
         result[old] = new
         if isinstance(old, Parameter) and new is not old:
             _continue_lineage(old, new)
-            for module, name in list(_live_owners(old)):
-                module._parameters[name] = new
-                untrack(old, module, name)
-                track(new, module, name)
+            _move_owners(old, new)
     return result
+
+
+def succeed(old: Parameter, data: Any) -> Parameter:
+    """A new Parameter holding ``data`` (``old``'s dtype and shape) in every module slot that holds ``old``.
+
+    What :func:`rebind` does for one parameter, for the optimizers' step: ``data`` is their
+    kernel's output, committed like ``old``'s (so it needs no placing).
+
+    Example:
+        >>> import fgraph as fg
+        >>> layer = fg.nn.Linear(2, 1)
+        >>> new = succeed(layer.bias, fg.zeros(1).data)
+        >>> layer.bias is new, current(new) is new
+        (True, True)
+    """
+    new = _make_parameter(data, old._edge is not None, place=False)
+    _continue_lineage(old, new)
+    _move_owners(old, new)
+    return new
+
+
+def _move_owners(old: Parameter, new: Parameter) -> None:
+    """Put ``new`` in every module slot that holds ``old`` now; ``new`` takes over those slots'
+    entries (their weak references reused), ``old`` keeps only entries of slots holding something else."""
+    moved = []
+    kept = []
+    for entry in old._owners:
+        module = entry[0]()
+        if module is None:
+            continue
+        slots = module._parameters
+        if slots.get(entry[1]) is old:
+            slots[entry[1]] = new
+            moved.append(entry)
+        else:
+            kept.append(entry)
+    old._owners[:] = kept
+    new._owners.extend(moved)
 
 
 def current(param: Tensor) -> Tensor:
@@ -207,10 +242,14 @@ def current(param: Tensor) -> Tensor:
         >>> fg.nn.parameter.current(old) is lin.weight
         True
     """
-    seen = set()  # ids: rebinding back and forth between two tied lineages could make a loop
-    while isinstance(param, Parameter) and param._lineage is not None and id(param) not in seen:
+    seen: Optional[set] = None  # ids: rebinding back and forth between two tied lineages could make a loop
+    while isinstance(param, Parameter) and param._lineage is not None:
         newest = param._lineage.newest()
         if newest is None or newest is param:
+            break
+        if seen is None:
+            seen = set()
+        elif id(param) in seen:
             break
         seen.add(id(param))
         param = newest  # which may have joined a lineage of its own (a tie to an existing Parameter)

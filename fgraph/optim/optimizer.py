@@ -46,7 +46,7 @@ from fgraph._numbers import on_device
 from fgraph.autograd.grad_mode import enable_grad
 from fgraph.lazy._state import LAZY
 from fgraph.nn.modules._state_dict import as_array
-from fgraph.nn.parameter import Parameter, as_parameter, current, rebind
+from fgraph.nn.parameter import Parameter, as_parameter, current, rebind, succeed
 from fgraph.tensor import Tensor, _wrap
 
 __all__ = ["Optimizer", "required"]
@@ -236,7 +236,8 @@ class Optimizer:
         for (_, p, _), state, old_state in zip(active, new_states, states):
             self.state.pop(p, None)
             if state:  # keys in the state's own order (jit returns dicts sorted)
-                order = list(old_state) + [k for k in state if k not in old_state]
+                order = old_state if state.keys() == old_state.keys() else (
+                    list(old_state) + [k for k in state if k not in old_state])
                 self.state[replaced[p]] = {k: None if state[k] is None else _wrap(state[k]) for k in order}
 
     def _hyper_values(self, group: dict) -> dict:
@@ -266,9 +267,13 @@ class Optimizer:
         replaced = {}
         for i, data in new_data.items():
             p = params[i]
-            new = as_parameter(data, p) if isinstance(p, Parameter) else Tensor(data, requires_grad=p.requires_grad)
+            if isinstance(p, Parameter) and isinstance(data, jax.Array):  # the step's own kernel output
+                new = succeed(p, data)
+            elif isinstance(p, Parameter):
+                new = rebind({p: as_parameter(data, p)})[p]
+            else:
+                new = Tensor(data, requires_grad=p.requires_grad)
             replaced[p] = params[i] = new
-        rebind({old: new for old, new in replaced.items() if isinstance(old, Parameter)})
         return replaced
 
     def _first_state(self, param: Tensor, group: dict) -> dict:
