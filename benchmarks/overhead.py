@@ -159,6 +159,66 @@ def torch_chain(data: dict) -> Callable[[], object]:
     return step
 
 
+def chain_parts(data: dict) -> dict[str, Callable[[], object]]:
+    """The chain's forward alone, four ways: where fgraph eager's per-op time goes.
+
+    ``jax kernels``: the 200 jitted JAX kernels fgraph's ops dispatch, called from a bare
+    wrapper (no fgraph): the dispatch floor of any design that runs one kernel per op;
+    ``fgraph no_grad`` / ``fgraph recording``: fgraph's forward without and with the graph;
+    ``PyTorch forward``: PyTorch's forward, recording its graph (when installed). Subtracting
+    these from the eager rows gives each framework's backward.
+    """
+    kernels = {name: jax.jit(fn) for name, fn in (("sin", jnp.sin), ("tanh", jnp.tanh), ("mul", jnp.multiply),
+                                                   ("add", jnp.add), ("sum", jnp.sum))}
+    arrays = [jnp.asarray(data[k]) for k in ("x", "c", "d")]
+    plain = [fg.tensor(data[k]) for k in ("x", "c", "d")]
+    leaves = [fg.tensor(data[k], requires_grad=True) for k in ("x", "c", "d")]
+
+    def jax_kernels():
+        x, c, d = (_Bare(a, kernels) for a in arrays)
+        return block(chain_forward(x, c, d, _Bare.sin, _Bare.tanh).array)
+
+    def fgraph_no_grad():
+        return block(chain_forward(*plain, fg.sin, fg.tanh).data)
+
+    def fgraph_recording():
+        return block(chain_forward(*leaves, fg.sin, fg.tanh).data)
+
+    parts = {"jax kernels": jax_kernels, "fgraph no_grad": fgraph_no_grad, "fgraph recording": fgraph_recording}
+    if torch is not None:
+        tx, tc, td = (to_torch(data[k], requires_grad=True) for k in ("x", "c", "d"))
+
+        def torch_forward():
+            return torch_done(chain_forward(tx, tc, td, torch.sin, torch.tanh))
+
+        parts["PyTorch forward"] = torch_forward
+    return parts
+
+
+class _Bare:
+    """A jax.Array with the chain's operators, each one jitted kernel call: no framework in between."""
+
+    __slots__ = ("array", "kernels")
+
+    def __init__(self, array: jax.Array, kernels: dict) -> None:
+        self.array, self.kernels = array, kernels
+
+    def __mul__(self, other: "_Bare") -> "_Bare":
+        return _Bare(self.kernels["mul"](self.array, other.array), self.kernels)
+
+    def __add__(self, other: "_Bare") -> "_Bare":
+        return _Bare(self.kernels["add"](self.array, other.array), self.kernels)
+
+    def sin(self) -> "_Bare":
+        return _Bare(self.kernels["sin"](self.array), self.kernels)
+
+    def tanh(self) -> "_Bare":
+        return _Bare(self.kernels["tanh"](self.array), self.kernels)
+
+    def sum(self) -> "_Bare":
+        return _Bare(self.kernels["sum"](self.array), self.kernels)
+
+
 def torch_mlp(data: dict) -> Callable[[], object]:
     params = [to_torch(data[k], requires_grad=True) for k in MLP_PARAMS]
     x, y = to_torch(data["x"]), to_torch(data["y"])

@@ -77,7 +77,8 @@ def chain(quick: bool) -> dict:
     if torch is not None:
         steps[T] = o.torch_chain(data)
     check_agreement("chain", steps)
-    return _time(steps, {**{p: p for p in PEERS}, "jax.jit(jax.grad)": J}, quick)
+    parts = o.chain_parts(data)  # forward alone: where the per-op time goes (a line under the table)
+    return _time({**steps, **parts}, {**{p: p for p in PEERS}, "jax.jit(jax.grad)": J, **{p: p for p in parts}}, quick)
 
 
 def _adam_step(peers: dict, quick: bool) -> dict:
@@ -256,6 +257,19 @@ def table(rows: dict) -> list[str]:
     return lines
 
 
+def chain_parts_line(chain: dict) -> list[str]:
+    """The per-op row taken apart: forward alone (``overhead.chain_parts``), backward as the rest."""
+    if "fgraph recording" not in chain or E not in chain:
+        return []
+    us = {name: t * 1e6 / 200 for name, t in chain.items()}
+    line = (f"Per-op row in parts (µs/op, forward alone; backward = eager − forward): 200 jitted JAX kernels, no fgraph "
+            f"{us['jax kernels']:.2f}; fgraph forward under no_grad {us['fgraph no_grad']:.2f}, recording "
+            f"{us['fgraph recording']:.2f}, backward {us[E] - us['fgraph recording']:.2f}")
+    if "PyTorch forward" in us and T in us:
+        line += f"; PyTorch forward {us['PyTorch forward']:.2f}, backward {us[T] - us['PyTorch forward']:.2f}"
+    return [line + " (see `overhead.chain_parts`)."]
+
+
 def report(rows: dict, fresh_raw: dict, quick: bool, command: str, note: Optional[str]) -> str:
     """This backend's section of ``RESULTS.md``: the environment, the table, the floors and the budgets."""
     import jax
@@ -273,6 +287,7 @@ def report(rows: dict, fresh_raw: dict, quick: bool, command: str, note: Optiona
                f"2nd {fresh_raw['grad_second'] * 1e3:.1f} ms, node by node {fresh_raw['node_by_node'] * 1e3:.1f} ms; "
                "first structure in the process (kernels compiling), fwd+bwd: "
                + ", ".join(f"{p} {t * 1e3:.0f} ms" for p, t in fresh_raw["cold"].items()) + ".")
+    out += chain_parts_line(rows["chain"])
     mlp, hvp = rows["mlp"], rows["hvp"]
     if SPLIT in mlp and J in mlp and E in mlp:
         out.append(f"MLP step cut into the nine programs fgraph eager dispatches, in pure JAX (no fgraph): "

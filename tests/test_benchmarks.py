@@ -49,6 +49,8 @@ def test_quick_suite_prints_every_workload_row():
     assert re.search(r"^MLP step cut into the nine programs fgraph eager dispatches.*: [0-9]+ µs, jax\.jit \+ -?[0-9]+ µs",
                      proc.stdout, re.M), "the eager design's floor (pure JAX, nine programs) is not reported"
     assert re.search(r"^HVP cut into the nine programs fgraph eager runs.*: [0-9]+ µs", proc.stdout, re.M)
+    assert re.search(r"^Per-op row in parts .*no fgraph [0-9.]+; fgraph forward under no_grad [0-9.]+, recording [0-9.]+, "
+                     r"backward -?[0-9.]+", proc.stdout, re.M), "the per-op row's parts are not reported"
     verdicts = [r for r in rows if len(r.split(" | ")) == 4]
     for budget in BUDGETS:
         found = [r for r in verdicts if r.startswith("| " + budget)]
