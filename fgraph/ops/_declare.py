@@ -120,6 +120,7 @@ class OpDef:
             None if isinstance(save_inputs, bool) else
             save_inputs if isinstance(save_inputs, (slice, dict)) else frozenset(save_inputs)
         )
+        self.pair_keep = _pair_keep(self.saved_positions)
         self.save_result = save_result
         self.differentiable = differentiable
         self.num_outputs = num_outputs
@@ -266,7 +267,13 @@ def apply_binary(op: OpDef, a: Any, b: Any, params: Any = None) -> Tensor:
     node._hooks = None
     node._metadata = None
     node.params = params
-    node.saved_inputs = None if not op.save_inputs else (a, b) if op.saved_positions is None else _kept(op, (a, b), node.next_edges)
+    if not op.save_inputs:
+        node.saved_inputs = None
+    elif op.saved_positions is None:
+        node.saved_inputs = (a, b)
+    else:
+        keep_a, keep_b = op.pair_keep[ea is None][eb is None]
+        node.saved_inputs = (a if keep_a else None, b if keep_b else None)
     node.saved_result = out if op.save_result else None
     if RECORD_EXTRAS.get() is not None:
         _apply_record_extras(node)
@@ -310,8 +317,29 @@ def _record(op: OpDef, args: tuple, arrays: list, params: Any, edges: tuple, out
 
 def _kept(op: OpDef, args: tuple, edges: tuple) -> tuple:
     """``args`` with the inputs the rule does not read replaced by ``None``."""
-    keep = op.saved_positions
-    if type(keep) is dict:  # plain loops: this runs for every mul/div recorded
+    return _kept_by(op.saved_positions, args, edges)
+
+
+def _pair_keep(keep: Any) -> Optional[tuple]:
+    """For a two-input call, which inputs to save: ``table[a has no edge][b has no edge]`` is
+    ``(save a, save b)``, :func:`_kept`'s answer worked out once per op instead of per recorded node."""
+    if keep is None:
+        return None
+    table = []
+    for a_edge in (True, None):
+        row = []
+        for b_edge in (True, None):
+            try:
+                saved = _kept_by(keep, (0, 1), (a_edge, b_edge))
+            except IndexError:  # positions beyond two inputs: apply_binary never meets this op
+                return None
+            row.append((saved[0] is not None, saved[1] is not None))
+        table.append(tuple(row))
+    return tuple(table)
+
+
+def _kept_by(keep: Any, args: tuple, edges: tuple) -> tuple:
+    if type(keep) is dict:  # plain loops: this runs for nodes recorded through apply_op
         kept = []
         for i, a in enumerate(args):
             wanted = keep.get(i)
