@@ -50,3 +50,21 @@ def test_node_does_not_keep_the_indexed_tensor(name):
     assert gx.shape == x.shape and np.abs(gx.numpy()).sum() > 0
     (gx2,) = fg.grad((y * y).sum(), [x], create_graph=True)  # the rule runs recorded, too
     assert gx2.requires_grad
+
+
+def test_two_input_ops_save_what_their_positions_say_for_every_edge_pattern():
+    """apply_binary reads the saved inputs from a per-op table; it must agree with the general rule."""
+    from fgraph.ops._declare import _kept, registry
+
+    tables = {name: op for name, op in registry.items() if op.pair_keep is not None}
+    assert "mul" in tables and "div" in tables
+    a, b = object(), object()
+    for name, op in tables.items():
+        for a_edge in (("node", 0), None):
+            for b_edge in (("node", 1), None):
+                keep_a, keep_b = op.pair_keep[a_edge is None][b_edge is None]
+                expected = _kept(op, (a, b), (a_edge, b_edge))
+                assert (a if keep_a else None, b if keep_b else None) == expected, (name, a_edge, b_edge)
+    x, c = fg.tensor([1.0, 2.0], requires_grad=True), fg.tensor([3.0, 4.0])
+    assert (x * c).grad_fn.saved_inputs == (None, c)  # x * constant: only the constant, as in PyTorch
+    assert (c * x).grad_fn.saved_inputs == (c, None)
