@@ -153,3 +153,33 @@ def test_tensordot_int_dims():
     for dims in (0, 1, 2):
         b_ = b if dims != 1 else RNG.uniform(-1, 1, (4, 2))
         np.testing.assert_allclose(fg.tensordot(t(a), t(b_), dims).numpy(), np.tensordot(a, b_, dims), rtol=1e-12)
+
+
+def test_eig_gradient_matches_central_differences_where_jax_loses_precision():
+    """A rotation block plus a 2, coupled by 1e-38 (what hypothesis drew once): JAX's eigenvector
+    derivative is 1.5e-4 off central differences in float64 here, so the op table draws no such
+    tiny entries (tests/op_tables/linalg_more.py); fgraph's must agree with the differences."""
+    rotation = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 2.0]])
+    x = np.full((3, 3), 1.17549435e-38)
+    x[2, 0] = 0.0859375
+    weights = np.linspace(1.0, 2.0, 9).reshape(3, 3)
+
+    def loss(v: np.ndarray, w: np.ndarray):  # phase- and order-free: sum_j |V_ij|^2 f(L_j), weighted
+        f = w.real + w.imag * w.imag + w.real * w.real * w.real
+        return ((v.real * v.real + v.imag * v.imag) * f[..., None, :] * weights).sum()
+
+    xt = fg.tensor(x, requires_grad=True)
+    w, v = fg.linalg.eig(xt + fg.tensor(rotation))
+    (grad,) = fg.grad(loss(v, w), [xt])
+
+    def at(a: np.ndarray) -> float:
+        w_, v_ = np.linalg.eig(a + rotation)
+        return loss(v_, w_)
+
+    h = 1e-6
+    expected = np.zeros_like(x)
+    for idx in np.ndindex(x.shape):
+        step = np.zeros_like(x)
+        step[idx] = h
+        expected[idx] = (at(x + step) - at(x - step)) / (2 * h)
+    np.testing.assert_allclose(grad.numpy(), expected, atol=1e-7)

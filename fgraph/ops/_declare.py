@@ -182,7 +182,8 @@ def apply_op(op: OpDef, args: tuple, params: Any = None) -> Any:
         else:
             arrays.append(a)
             edges.append(None)
-            numbers = True
+            if a is not None:
+                numbers = True
     lazy = LAZY.get()
     if numbers and lazy is None:
         arrays = constants(arrays)  # x * 0.5: no copy of 0.5 from the host on every call

@@ -30,6 +30,16 @@ SMALL = st.floats(-0.1, 0.1)
 WELL = st.floats(-0.5, 0.5)
 
 
+def _zero_if_tiny(v: float) -> float:
+    return 0.0 if abs(v) < 1e-6 else v
+
+
+# JAX's eigenvector derivative loses precision when the matrix is block diagonal but for couplings far
+# below its scale (1e-38 next to 1: 1.5e-4 off central differences in float64, where fgraph's is within
+# 1e-8; tests/test_linalg_more.py checks fgraph there). eig's table draws no such tiny entries.
+NOT_TINY = SMALL.map(_zero_if_tiny)
+
+
 def pivoted(x):
     m, n = x.shape[-2:]
     d = np.zeros((m, n))
@@ -236,7 +246,7 @@ TABLE = [
        LSTSQ_CASES, (SMALL, REAL), max_examples=3),
     _e("cond", lambda x, p: fg.linalg.cond(_cond_input(x, p), p), _cond_ref, 1, COND_CASES, max_examples=3),
     _e("eigvals", _eigvals_fg, _eigvals_ref, 1, EIG_CASES),
-    _e("eig", _eig_fg, _eig_ref, 1, EIG_CASES),
+    _e("eig", _eig_fg, _eig_ref, 1, EIG_CASES, NOT_TINY),
     _e("lu", _lu_fg, _lu_ref, 1, LU_SHAPES),
     _e("lu_factor", lambda x: fg.linalg.lu_factor(pivoted(x)).LU, lambda x: jax.lax.linalg.lu(pivoted(x))[0], 1,
        LU_SHAPES),
