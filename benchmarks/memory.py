@@ -2,7 +2,8 @@
 
 What is measured: the process's resident memory at its peak *during* a few steady-state
 steps, minus what it held just before them (parameters, data, compiled kernels, the
-interpreter and libraries are in the baseline; warm-up and compiles happen before it).
+interpreter and libraries are in the baseline; warm-up and compiles, fgraph's background
+ones included, happen before it).
 On Linux the peak is ``VmHWM`` after resetting it through ``/proc/self/clear_refs``, so
 warm-up peaks do not count; elsewhere it is the ``ru_maxrss`` delta (which misses a
 step's peak when warm-up went higher). On a GPU, JAX's ``memory_stats()``
@@ -83,6 +84,12 @@ def child(workload: str, peer: str, steps: int) -> dict:
     step = _step(workload, peer)
     for _ in range(2):
         step()
+    if peer.startswith("fgraph"):  # steady state: the fused programs compiled in the background are ready
+        import fgraph as fg
+
+        fg.autograd.fusion.wait_for_compiles()
+        for _ in range(2):
+            step()
     gc.collect()
     _trim()
     baseline = _status_kib("VmRSS")
