@@ -55,7 +55,10 @@ def _as_array(x: Any) -> Any:
 # A "flat program" takes Tensors positionally and returns a tuple of Tensors; the pytree layer lives
 # only at the ``to_jax`` boundary. The programs below derive new flat programs from one.
 class _VjpProgram:
-    """``(*xs, *cts) -> cotangents of xs[float_in]``: one reverse pass of fgraph's engine."""
+    """``(*xs, *cts) -> cotangents of xs[float_in]``: one reverse pass of fgraph's engine.
+
+    JAX's cotangents of complex arrays are the conjugates of fgraph's (PyTorch's convention), so
+    they are conjugated on the way in and out (``conj`` of a real tensor is the tensor itself)."""
 
     __slots__ = ("fn", "float_in", "float_out", "n")
 
@@ -68,11 +71,12 @@ class _VjpProgram:
         with fg.enable_grad():
             leaves = _require_grad(xs, self.float_in)
             outs = self.fn(*xs)
-            pairs = [(outs[j], ct) for j, ct in zip(self.float_out, cts) if outs[j].requires_grad]
+            pairs = [(outs[j], fg.conj(ct)) for j, ct in zip(self.float_out, cts) if outs[j].requires_grad]
             if not pairs or not leaves:
                 return tuple(_zeros(leaf) for leaf in leaves)
-            return fg.grad([p[0] for p in pairs], leaves, grad_outputs=[p[1] for p in pairs],
-                           create_graph=create_graph, allow_unused=True, materialize_grads=True)
+            grads = fg.grad([p[0] for p in pairs], leaves, grad_outputs=[p[1] for p in pairs],
+                            create_graph=create_graph, allow_unused=True, materialize_grads=True)
+            return tuple(fg.conj(g) for g in grads)
 
 
 class _JvpProgram:

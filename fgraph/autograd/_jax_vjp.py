@@ -4,12 +4,16 @@ Shared by :func:`interop.from_jax` and the fused ``create_graph`` passes of
 :mod:`fgraph.autograd.fused_create_graph`: a program ``fn(*xs) -> tuple`` becomes
 ``Vjp(fn, float_in, float_out, n)(*xs, *cts) -> cotangents of xs[float_in]``, which is itself
 such a program, so it can be differentiated again.
+
+The cotangents are in PyTorch's convention for complex numbers, as everywhere in fgraph's
+engine: for complex arrays that is ``conj(jax.vjp(conj(ct)))`` (see :mod:`fgraph.ops._declare`).
 """
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
 import jax
+import jax.numpy as jnp
 
 __all__: list = []
 
@@ -26,7 +30,7 @@ class Vjp:
         xs, cts = args[: self.n], args[self.n:]
         _, pullback = jax.vjp(Restricted(self.fn, xs, self.float_in, self.float_out),
                               *[xs[i] for i in self.float_in])
-        return tuple(pullback(tuple(cts)))
+        return tuple(map(jnp.conj, pullback(tuple(map(jnp.conj, cts)))))  # conj of a real array: itself
 
 
 class Restricted:

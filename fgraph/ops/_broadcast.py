@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from fgraph.tensor import Tensor
 
 __all__ = ["sum_to", "reduce_grad"]
@@ -40,10 +42,20 @@ def sum_to(g: Tensor, shape: tuple[int, ...]) -> Tensor:
 
 
 def reduce_grad(g: Tensor, shape: tuple[int, ...], dtype: Any) -> Tensor:
-    """Sum ``g`` to ``shape`` and cast it to ``dtype`` (the input's), if needed."""
+    """Sum ``g`` to ``shape`` and cast it to ``dtype`` (the input's), if needed.
+
+    A complex gradient of a real input keeps its real part: the imaginary part is the
+    derivative along a direction the real input cannot move in.
+    """
     if g.shape != shape:
         g = sum_to(g, shape)
     if g.dtype != dtype:
+        if g.dtype.kind == "c" and np.dtype(dtype).kind != "c":
+            from fgraph.ops.complex_parts import real
+
+            g = real(g)
+            if g.dtype == dtype:
+                return g
         from fgraph.ops.elementwise import to_dtype
 
         g = to_dtype(g, dtype)

@@ -15,6 +15,16 @@ ops; missing ones are zeros). It returns one gradient per input (``None`` for
 inputs that need none), in the broadcast shape of the computation; the single
 helper :func:`fgraph.ops._broadcast.reduce_grad` sums them to each input's shape.
 
+Complex numbers. The engine carries PyTorch's convention: for a real loss ``L`` of
+``z = x + iy`` the gradient is ``dL/dx + i dL/dy``. A rule is written in the plain
+convention instead, the transpose of the op's Jacobian without conjugation (JAX's: for
+a holomorphic op, ``g * f'(z)``, the same formula as for real numbers). The two meet
+here and only here: a complex ``grad`` is conjugated before the rule sees it, and each
+gradient the rule returns for a complex input is conjugated after it, since PyTorch's
+gradient is ``conj(vjp(conj(grad)))``. Real tensors pass untouched. Ops whose math is
+defined on the real line only (orderings, rounding, most special functions) are declared
+``real_only`` and refuse complex tensors with an :class:`~fgraph.errors.OpError`.
+
 The same rule serves both backward paths:
 
 * ``create_graph=True``: it runs on Tensors with grad mode on, so it records
@@ -39,6 +49,7 @@ from fgraph.autograd.saved_tensors import Packed, pack_saved, unpack_saved
 from fgraph.autograd.graph import Node, next_sequence_nr
 from fgraph.errors import OpError
 from fgraph.lazy._state import LAZY
+from fgraph.ops._real_only import complex_refused
 from fgraph.tensor import Tensor, _is_torch_tensor, _torch_message, _wrap, _wrap_output
 
 __all__ = ["OpDef", "RuleContext", "declare", "apply_op", "apply_unary", "registry"]
@@ -93,6 +104,10 @@ class OpDef:
             ``create_graph=False`` path); ``False`` runs it op by op, each op its own cached
             kernel, for rules whose traced kernel would have an output per input (``cat`` of
             thousands of tensors compiles for seconds per arity).
+        real_only: the op is defined on real numbers only (orderings, rounding, most special
+            functions, as in PyTorch): a complex input raises an :class:`OpError` naming the op.
+            Checked when the kernel is traced, so it costs nothing per call.
+        complex_fix: what the error for a complex input suggests instead (``real_only`` ops).
     """
 
     def __init__(
@@ -109,6 +124,8 @@ class OpDef:
         node_name: Optional[str] = None,
         hint: Optional[Callable[[tuple, Any], str]] = None,
         fuse_rule: bool = True,
+        real_only: bool = False,
+        complex_fix: Optional[str] = None,
     ) -> None:
         self.name = name
         self.forward = forward
@@ -126,6 +143,8 @@ class OpDef:
         self.num_outputs = num_outputs
         self.hint = hint
         self.fuse_rule = fuse_rule
+        self.real_only = real_only
+        self.complex_fix = complex_fix
         self._kernels: dict[Any, Callable] = {}
         self._rule_kernels: dict[Any, Callable] = {}
         node_name = node_name or "".join(p.capitalize() for p in name.split("_")) + "Backward0"
@@ -144,6 +163,8 @@ class OpDef:
         fn = self._kernels.get(params)
         if fn is None:
             forward = functools.partial(self.forward, **params._asdict()) if params else self.forward
+            if self.real_only:
+                forward = _RealOnly(forward)
             fn = self._kernels[params] = jax.jit(forward)
         return fn
 
@@ -388,6 +409,8 @@ def _explain(op: OpDef, args: tuple, params: Any, exc: Exception) -> OpError:
             return OpError(f"{op.name}: argument {i} is a {type(a).__name__}; fgraph ops take Tensors: wrap it "
                            f"with fg.tensor(...) first.")
     described = ", ".join(_describe(a) for a in args)
+    if isinstance(exc, _ComplexRefused):
+        return complex_refused(op.name, described, op.complex_fix)
     first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     hint = op.hint(args, params) if op.hint is not None else ""
     settings = f" with {params._asdict()}" if params else ""
@@ -490,9 +513,9 @@ class OpNode(Node):
             inputs = unpack_saved(inputs)
         ctx = RuleContext(inputs, result, self.params, needs, self.in_meta)
         if op.num_outputs == 1:
-            grads: Any = grad_outputs[0]
+            grads: Any = _conj(grad_outputs[0])
         else:
-            grads = _fill_zeros(grad_outputs, self._out_meta())
+            grads = tuple(map(_conj, _fill_zeros(grad_outputs, self._out_meta())))
         return _finish(op.rule(ctx, grads), needs, self.in_meta)
 
 
@@ -552,7 +575,7 @@ def _traced_rule(op: OpDef, params: Any, in_meta: tuple, needs: Optional[tuple],
         result = None
         if op.save_result:
             result = _wrap(rest[0]) if op.num_outputs == 1 else tuple(_wrap(r) for r in rest)
-        g: Any = grads[0] if op.num_outputs == 1 else _fill_zeros(grads, out_meta)
+        g: Any = _conj(grads[0]) if op.num_outputs == 1 else tuple(map(_conj, _fill_zeros(grads, out_meta)))
         outs = _finish(op.rule(RuleContext(inputs, result, params, needs, in_meta), g), needs, in_meta)
         return tuple(None if o is None else o.data for o in outs)
     finally:
@@ -560,6 +583,7 @@ def _traced_rule(op: OpDef, params: Any, in_meta: tuple, needs: Optional[tuple],
 
 
 def _finish(outs: Any, needs: tuple, in_meta: tuple) -> tuple:
+    """The rule's gradients summed to their inputs' shapes, in their dtypes and PyTorch's convention."""
     from fgraph.ops._broadcast import reduce_grad
 
     if isinstance(outs, Tensor) or not isinstance(outs, (tuple, list)):
@@ -567,8 +591,35 @@ def _finish(outs: Any, needs: tuple, in_meta: tuple) -> tuple:
     if len(outs) != len(needs):
         raise RuntimeError(f"derivative rule returned {len(outs)} gradients for {len(needs)} inputs")
     return tuple(
-        reduce_grad(o, *meta) if need and o is not None else None for o, need, meta in zip(outs, needs, in_meta)
+        _conj(reduce_grad(o, *meta)) if need and o is not None else None for o, need, meta in zip(outs, needs, in_meta)
     )
+
+
+def _conj(g: Tensor) -> Tensor:
+    """``conj(g)`` for a complex gradient, a real one as it is: PyTorch's convention <-> the rules'
+    (module docstring). Conjugation is its own inverse, so one helper serves both directions."""
+    if g.dtype.kind != "c":
+        return g
+    return apply_unary(registry["conj"], g)
+
+
+class _ComplexRefused(TypeError):
+    """A ``real_only`` op was traced on a complex array (turned into an :class:`OpError` by :func:`_explain`)."""
+
+
+class _RealOnly:
+    """A ``real_only`` op's forward: refuses complex arrays when traced (a real signature compiles as before)."""
+
+    __slots__ = ("forward", "__weakref__")  # jax.jit keeps a weak reference to what it compiles
+
+    def __init__(self, forward: Callable) -> None:
+        self.forward = forward
+
+    def __call__(self, *arrays: Any) -> Any:
+        for a in arrays:
+            if getattr(a, "dtype", None) is not None and a.dtype.kind == "c":
+                raise _ComplexRefused()
+        return self.forward(*arrays)
 
 
 def _missing_rule(node: OpNode) -> RuntimeError:

@@ -1,13 +1,10 @@
-"""More complex-number functions: ``angle``, ``polar``, ``conj``, ``sgn``, ``isreal``,
+"""More complex-number functions: ``angle``, ``polar``, ``sgn``, ``isreal``,
 ``view_as_real``, ``view_as_complex``.
 
 Each is a composite of :mod:`fgraph.ops.complex_parts`' ``real``/``imag``/``complex`` and real ops,
 so its gradients follow PyTorch's convention for complex tensors (``dL/dx + i dL/dy``)
-exactly as those three do, to any order. (Other ops' rules assume real tensors: see
-:mod:`fgraph.ops.complex_parts`.) ``view_as_real``/``view_as_complex`` return new
+exactly as those do, to any order. ``view_as_real``/``view_as_complex`` return new
 arrays, not views: fgraph tensors are immutable, so nothing can observe the difference.
-``conj`` of a real tensor is the tensor itself; of a complex one, a new tensor (no lazy
-conjugate bit).
 
 Example:
     >>> import fgraph as fg
@@ -79,21 +76,6 @@ def polar(abs: Tensor, angle: Tensor) -> Tensor:
     return complex(abs * cos(angle), abs * sin(angle))
 
 
-def conj(input: Tensor) -> Tensor:
-    """The complex conjugate ``real - i imag``; a real tensor is returned as it is (as ``torch.conj``).
-
-    Example:
-        >>> import fgraph as fg
-        >>> z = fg.complex(fg.tensor([1.0]), fg.tensor([2.0]))
-        >>> fg.imag(fg.conj(z)).tolist(), fg.conj(fg.tensor([3.0])).tolist()
-        ([-2.0], [3.0])
-    """
-    check_tensor(input, "conj")
-    if not _is_complex(input):
-        return input
-    return complex(real(input), -imag(input))
-
-
 def sgn(input: Tensor) -> Tensor:
     """``input / |input|`` for complex tensors (0 at 0), ``sign(input)`` for real ones, as ``torch.sgn``.
 
@@ -161,6 +143,6 @@ def view_as_complex(input: Tensor) -> Tensor:
     return complex(select(input, -1, 0), select(input, -1, 1))
 
 
-__all__ = ["angle", "polar", "conj", "sgn", "isreal", "view_as_real", "view_as_complex"]
+__all__ = ["angle", "polar", "sgn", "isreal", "view_as_real", "view_as_complex"]
 #: Installed as ``Tensor.<name>`` methods (PyTorch has no ``Tensor.polar``/``view_as_*``).
-TENSOR_METHODS = {"angle": angle, "conj": conj, "sgn": sgn, "isreal": isreal}
+TENSOR_METHODS = {"angle": angle, "sgn": sgn, "isreal": isreal}

@@ -1,16 +1,14 @@
-"""Real and imaginary parts: ``real``, ``imag``, ``complex`` (and ``Tensor.real`` / ``Tensor.imag``).
+"""Complex numbers' parts: ``real``, ``imag``, ``complex``, ``conj`` (and ``Tensor.real`` / ``.imag``).
 
-These are what connect complex results (``linalg.eig``, ``linalg.eigvals``) to a real loss.
-Gradients of complex tensors follow PyTorch's convention: for a real loss ``L`` and
-``z = x + iy``, the gradient is ``dL/dx + i dL/dy``. So
+These connect complex tensors to real ones. Gradients of complex tensors follow PyTorch's
+convention (for a real loss ``L`` of ``z = x + iy``, the gradient is ``dL/dx + i dL/dy``),
+which :mod:`fgraph.ops._declare` applies around every rule; the rules below are written, as
+all rules are, as the plain transpose of the op (no conjugation). What a user sees:
 
-* ``real(z)``: ``gz = g + 0i``;  ``imag(z)``: ``gz = 0 + ig``;
+* ``real(z)``: ``gz = g + 0i``;  ``imag(z)``: ``gz = 0 + ig``;  ``conj(z)``: ``gz = conj(g)``;
 * ``complex(x, y)``: ``gx = real(g)``, ``gy = imag(g)``.
 
-The three rules use only each other, so derivatives of any order stay consistent.
-Only these ops (and ``linalg.eig``/``eigvals``) are written for complex gradients; the
-other ops' rules assume real tensors, so take ``real``/``imag`` of complex results
-before further arithmetic.
+The four rules use only each other, so derivatives of any order stay consistent.
 
 Example:
     >>> import fgraph as fg
@@ -33,20 +31,27 @@ def _is_complex(x: Tensor) -> bool:
     return bool(jnp.issubdtype(x.dtype, jnp.complexfloating))
 
 
+# Plain transposes (JAX's vjps; the engine adds PyTorch's convention): real takes g to g + 0i, imag
+# takes g to -ig, complex(x, y) takes g to (real(g), -imag(g)), conj takes g to conj(g).
 def _real_rule(ctx, g):
     return (apply_op(COMPLEX, (g, g * 0.0)),)
 
 
 def _imag_rule(ctx, g):
-    return (apply_op(COMPLEX, (g * 0.0, g)),)
+    return (apply_op(COMPLEX, (g * 0.0, -g)),)
 
 
 def _complex_rule(ctx, g):
-    return apply_unary(REAL, g), apply_unary(IMAG, g)
+    return apply_unary(REAL, g), -apply_unary(IMAG, g)
+
+
+def _conj_rule(ctx, g):
+    return (apply_unary(CONJ, g),)
 
 
 REAL = declare("real", jnp.real, _real_rule)
 IMAG = declare("imag", jnp.imag, _imag_rule)
+CONJ = declare("conj", jnp.conj, _conj_rule)
 
 
 def _complex_forward(re, im):
@@ -54,7 +59,8 @@ def _complex_forward(re, im):
     return lax.complex(re, im)
 
 
-COMPLEX = declare("complex", _complex_forward, _complex_rule)
+COMPLEX = declare("complex", _complex_forward, _complex_rule, real_only=True,
+                  complex_fix="real and imag must be real tensors; a complex z already is real + i imag")
 
 
 def real(input: Tensor) -> Tensor:
@@ -102,6 +108,24 @@ def complex(real: Tensor, imag: Tensor) -> Tensor:
     return apply_op(COMPLEX, (real, imag))
 
 
+def conj(input: Tensor) -> Tensor:
+    """The complex conjugate ``real - i imag``; a real tensor is returned as it is (as ``torch.conj``).
+
+    fgraph tensors are immutable, so there is no lazy conjugate bit: the result is a new tensor
+    (``torch.conj_physical``'s) and ``resolve_conj`` has nothing to resolve. Its node is ``ConjBackward0``.
+
+    Example:
+        >>> import fgraph as fg
+        >>> z = fg.complex(fg.tensor([1.0]), fg.tensor([2.0]))
+        >>> fg.imag(fg.conj(z)).tolist(), fg.conj(fg.tensor([3.0])).tolist()
+        ([-2.0], [3.0])
+    """
+    check_tensor(input, "conj")
+    if not _is_complex(input):
+        return input
+    return apply_unary(CONJ, input)
+
+
 def _real_property(self: Tensor) -> Tensor:
     return real(self)
 
@@ -110,6 +134,6 @@ def _imag_property(self: Tensor) -> Tensor:
     return imag(self)
 
 
-__all__ = ["real", "imag", "complex"]
+__all__ = ["real", "imag", "complex", "conj"]
 #: Installed on Tensor: ``x.real`` and ``x.imag`` are properties, as in PyTorch.
-TENSOR_METHODS = {"real": property(_real_property), "imag": property(_imag_property)}
+TENSOR_METHODS = {"real": property(_real_property), "imag": property(_imag_property), "conj": conj}

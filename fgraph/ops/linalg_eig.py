@@ -11,7 +11,10 @@ The derivative is PyTorch's ``linalg_eig_backward`` (with ``E_ij = conj(L_j - L_
 
 written on real and imaginary parts as separate real tensors (complex products as four
 real ones, the solve with ``V^H`` as one real ``2n x 2n`` solve), so it differentiates
-again. It needs distinct eigenvalues; where two coincide the ``1/E`` terms are taken as 0
+again. The formula is PyTorch's, for gradients in its convention; a rule receives the
+conjugates (see :mod:`fgraph.ops._declare`), so it takes ``gL``'s and ``gV``'s imaginary
+parts with the opposite sign (``A`` is real: its gradient is the real part either way).
+It needs distinct eigenvalues; where two coincide the ``1/E`` terms are taken as 0
 (as :func:`fgraph.linalg.eigh` does) instead of PyTorch's inf/nan. PyTorch also checks,
 at run time, that the loss does not depend on the eigenvectors' phase; that would need a
 host round trip, so it is not checked here.
@@ -59,8 +62,8 @@ def _eig_rule(ctx, g):
     w, v = ctx.result
     wr, wi = real(w), imag(w)
     vr, vi = real(v), imag(v)
-    glr, gli = real(gl), imag(gl)
-    gvr, gvi = real(gv), imag(gv)
+    glr, gli = real(gl), -imag(gl)  # PyTorch's gL = conj(the rule's gl): see the module docstring
+    gvr, gvi = real(gv), -imag(gv)
     vhr, vhi = vr.mT, -vi.mT  # V^H
     mr, mi = _cmatmul(vhr, vhi, gvr, gvi)  # V^H gV
     d = (mr * eye_like(mr, mr.shape[-1])).sum(-1).unsqueeze(-2)  # Re(diag(V^H gV)) as a row
@@ -81,7 +84,7 @@ def _eig_rule(ctx, g):
     return (x[..., : nr.shape[-2], :],)
 
 
-EIG = declare("linalg_eig", _eig_forward, _eig_rule, save_result=True, num_outputs=2)
+EIG = declare("linalg_eig", _eig_forward, _eig_rule, save_result=True, num_outputs=2, real_only=True)
 
 
 class EigResult(NamedTuple):
