@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from fgraph.ops.complex_parts import conj
 from fgraph.ops.decompositions import EighResult, QRResult, SVDResult, cholesky, eigh, eigvalsh, qr, svd, svdvals
 from fgraph.ops.linalg import matmul
 from fgraph.ops.linalg_norms import matrix_norm, norm, vector_norm
@@ -37,14 +38,14 @@ from fgraph.tensor import Tensor
 
 
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
-    """Dot products of vectors along ``dim``, broadcasting the other dims (real inputs).
+    """Dot products ``sum(conj(x) * y)`` of vectors along ``dim``, broadcasting the other dims.
 
     Example:
         >>> import fgraph as fg
         >>> fg.linalg.vecdot(fg.ones(2, 3), fg.tensor([1.0, 2.0, 3.0])).tolist()
         [6.0, 6.0]
     """
-    return (x * y).sum(dim)
+    return (conj(x) * y).sum(dim)
 
 
 def multi_dot(tensors: Sequence[Tensor]) -> Tensor:

@@ -24,6 +24,7 @@ from fgraph.tensor import Tensor, type_name, _wrap
 __all__ = ["check_tensor", "check_matrix", "check_same_dtype", "eye_like", "tril_mask", "diagonal", "diag_embed"]
 
 _SUPPORTED = (np.dtype("float32"), np.dtype("float64"))
+_COMPLEX = (np.dtype("complex64"), np.dtype("complex128"))
 
 
 def check_tensor(x: Any, op: str, name: str = "input") -> Tensor:
@@ -33,8 +34,10 @@ def check_tensor(x: Any, op: str, name: str = "input") -> Tensor:
     return x
 
 
-def check_matrix(x: Any, op: str, name: str = "A", *, square: bool = False, floating: bool = True) -> Tensor:
-    """Check that ``x`` is a (batch of) matrices of float32/float64 (and square, if asked)."""
+def check_matrix(x: Any, op: str, name: str = "A", *, square: bool = False, floating: bool = True,
+                 complex_ok: bool = False) -> Tensor:
+    """Check that ``x`` is a (batch of) matrices of float32/float64 (and square, if asked); with ``complex_ok``,
+    complex64/complex128 too (the holomorphic ops, whose rules hold for complex matrices as written)."""
     check_tensor(x, op, name)
     if x.ndim < 2:
         raise OpError(
@@ -46,14 +49,20 @@ def check_matrix(x: Any, op: str, name: str = "A", *, square: bool = False, floa
             f"({x.shape[-2]} rows, {x.shape[-1]} columns)."
         )
     if floating:
-        check_floating(x, op, name)
+        check_floating(x, op, name, complex_ok)
     return x
 
 
-def check_floating(x: Tensor, op: str, name: str = "input") -> None:
-    """float32 or float64 only (what the decompositions support)."""
-    if x.dtype not in _SUPPORTED:
-        kind = "complex" if jnp.issubdtype(x.dtype, jnp.complexfloating) else str(x.dtype)
+def check_floating(x: Tensor, op: str, name: str = "input", complex_ok: bool = False) -> None:
+    """float32 or float64 only (what the decompositions support); complex64/complex128 too with ``complex_ok``."""
+    if x.dtype not in _SUPPORTED and not (complex_ok and x.dtype in _COMPLEX):
+        if x.dtype.kind == "c":
+            raise OpError(
+                f"{op}: complex tensors are not supported yet (got {name} of shape {x.shape}, {x.dtype}); fgraph's "
+                "decompositions and solvers take float32 or float64 (docs/linalg.md lists what takes complex); "
+                "a complex n x n system is the real 2n x 2n one [[Re, -Im], [Im, Re]]."
+            )
+        kind = str(x.dtype)
         raise OpError(
             f"{op}: expected a float32 or float64 tensor as {name}, got {kind} (shape {x.shape}); "
             "convert with .float() or .double()."

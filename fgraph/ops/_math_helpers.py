@@ -103,15 +103,15 @@ def describe(a: Any) -> str:
 
 
 def check_float_tensor(op: str, name: str, a: Any) -> None:
-    """``a`` must be a floating-point Tensor (lerp's operands)."""
+    """``a`` must be a floating-point or complex Tensor (lerp's operands)."""
     if not isinstance(a, Tensor):
         raise OpError(
             f"{op}: argument '{name}' must be a Tensor, got {type_name(a)}; wrap it with fgraph.tensor(...)."
         )
     dtype = a.data.dtype
-    if dtype.kind != "f" and not jnp.issubdtype(dtype, jnp.floating):  # bfloat16's kind is 'V'
+    if dtype.kind not in "fc" and not jnp.issubdtype(dtype, jnp.floating):  # bfloat16's kind is 'V'
         raise OpError(
-            f"{op}: argument '{name}' must be a floating-point tensor, got {describe(a)}; "
+            f"{op}: argument '{name}' must be a floating-point or complex tensor, got {describe(a)}; "
             "cast it first, e.g. x.float()."
         )
 

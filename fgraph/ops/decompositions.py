@@ -67,7 +67,7 @@ def _cholesky_rule(ctx, g):
 
 
 CHOLESKY = declare("linalg_cholesky", _cholesky_forward, _cholesky_rule, save_result=True,
-                   node_name="LinalgCholeskyExBackward0")
+                   node_name="LinalgCholeskyExBackward0", real_only=True)
 
 
 def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
@@ -129,7 +129,7 @@ def _qr_rule(ctx, g):
     return (cat([gx, matmul(q, gr2)], dim=-1),)
 
 
-QR = declare("linalg_qr", _qr_forward, _qr_rule, params=("mode",), save_result=True, num_outputs=2)
+QR = declare("linalg_qr", _qr_forward, _qr_rule, params=("mode",), save_result=True, num_outputs=2, real_only=True)
 
 
 class QRResult(NamedTuple):
@@ -173,7 +173,8 @@ def _eigh_rule(ctx, g):
     return (matmul(matmul(v, inner), v.mT),)
 
 
-EIGH = declare("linalg_eigh", _eigh_forward, _eigh_rule, params=("lower",), save_result=True, num_outputs=2)
+EIGH = declare("linalg_eigh", _eigh_forward, _eigh_rule, params=("lower",), save_result=True, num_outputs=2,
+               real_only=True)
 
 
 class EighResult(NamedTuple):
@@ -248,7 +249,8 @@ def _svd_rule(ctx, g):
     return (ga,)
 
 
-SVD = declare("linalg_svd", _svd_forward, _svd_rule, params=("full_matrices",), save_result=True, num_outputs=3)
+SVD = declare("linalg_svd", _svd_forward, _svd_rule, params=("full_matrices",), save_result=True, num_outputs=3,
+              real_only=True)
 
 
 class SVDResult(NamedTuple):

@@ -37,6 +37,7 @@ from fgraph.errors import OpError
 from fgraph.nn.functional.basic import cosine_similarity, pairwise_distance
 from fgraph.ops._declare import RuleContext, apply_op, declare
 from fgraph.ops._linalg_util import check_tensor
+from fgraph.ops.complex_parts import complex, conj, imag, real
 from fgraph.ops.elementwise import abs as fg_abs
 from fgraph.ops.elementwise import clamp, eq, logical_or, pow, sign, sqrt, to_dtype, where
 from fgraph.ops.linalg import matmul
@@ -201,6 +202,8 @@ def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
     """
     check_tensor(input, "dist", "input")
     check_tensor(other, "dist", "other")
+    if input.dtype.kind == "c" or other.dtype.kind == "c":  # the norm of |input - other|, as PyTorch
+        input, other = fg_abs(input - other), _wrap(jnp.zeros((), real(input).dtype))
     _check_float(input, "dist", "input")
     _check_float(other, "dist", "other")
     try:
@@ -247,8 +250,9 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Optional[Tensor] = None
     if isinstance(correction, bool) or not isinstance(correction, (int, float, np.integer, np.floating)):
         raise TypeError(f"cov: correction must be a number, got {type(correction).__name__}.")
     x = input.reshape(1, -1) if input.ndim < 2 else input
-    if not jnp.issubdtype(x.dtype, jnp.floating):
+    if not jnp.issubdtype(x.dtype, jnp.inexact):
         x = to_dtype(x, default_float_dtype())
+    real_dtype = x.dtype.type(0).real.dtype
     n = x.shape[1]
     w = None
     if fweights is not None:
@@ -273,9 +277,9 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Optional[Tensor] = None
             norm_factor = w_sum - correction
         else:
             norm_factor = w_sum - correction * (w * aweights).sum() / w_sum
-        norm_factor = clamp(to_dtype(norm_factor, x.dtype), min=0)
+        norm_factor = clamp(to_dtype(norm_factor, real_dtype), min=0)
     xm = x - avg.unsqueeze(1)
-    c = matmul(xm, (xm if w is None else xm * w).mT)
+    c = matmul(xm if w is None else xm * w, conj(xm).mT)  # conj: the Hermitian covariance of complex rows
     return (c / norm_factor).squeeze()
 
 
@@ -290,8 +294,10 @@ def corrcoef(input: Tensor) -> Tensor:
     c = cov(input)
     if c.ndim == 0:  # one variable: 1 (NaN where its variance is 0), as PyTorch
         return c / c
-    std = sqrt(diagonal(c))
+    std = sqrt(real(diagonal(c)))
     c = c / std.unsqueeze(1) / std.unsqueeze(0)
+    if c.dtype.kind == "c":  # each part clipped, as PyTorch
+        return complex(clamp(real(c), -1, 1), clamp(imag(c), -1, 1))
     return clamp(c, -1, 1)
 
 

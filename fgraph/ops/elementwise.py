@@ -12,6 +12,7 @@ Example:
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Optional
 
 import jax
@@ -146,8 +147,10 @@ def _pow_tensor_rule(ctx, g):
         ga = where(zero_zero, 0.0, g * b * pow(a, safe_b - 1))
     gb = None
     if ctx.needs[1]:
-        # d/db a**b = a**b * log(a); PyTorch defines it as 0 where a == 0 and b >= 0.
-        at_zero = logical_and(eq(a, 0), ge(b, 0))
+        # d/db a**b = a**b * log(a); PyTorch defines it as 0 where a == 0 and b >= 0 (real(b), complex b).
+        from fgraph.ops.complex_parts import real
+
+        at_zero = logical_and(eq(a, 0), ge(real(b), 0))
         gb = where(at_zero, 0.0, g * ctx.result * log(a))
     return ga, gb
 
@@ -215,7 +218,13 @@ def _sqrt_rule(ctx, g):
 
 
 def _abs_rule(ctx, g):
-    return (g * sign(ctx.inputs[0]),)
+    x = ctx.inputs[0]
+    if x.dtype.kind == "c":  # d|z| = Re(conj(sgn z) dz): its transpose is g * conj(sgn z)
+        from fgraph.ops.complex_more import sgn
+        from fgraph.ops.complex_parts import conj
+
+        return (g * conj(sgn(x)),)
+    return (g * sign(x),)
 
 
 def _zero_rule(ctx, g):
@@ -229,10 +238,10 @@ SIN = declare("sin", jnp.sin, _sin_rule, save_inputs=True)
 COS = declare("cos", jnp.cos, _cos_rule, save_inputs=True)
 TANH = declare("tanh", jnp.tanh, _tanh_rule, save_result=True)
 SIGMOID = declare("sigmoid", jax.nn.sigmoid, _sigmoid_rule, save_result=True)
-RELU = declare("relu", jax.nn.relu, _relu_rule, save_result=True)
+RELU = declare("relu", jax.nn.relu, _relu_rule, save_result=True, real_only=True)
 SQRT = declare("sqrt", jnp.sqrt, _sqrt_rule, save_result=True)
 ABS = declare("abs", jnp.abs, _abs_rule, save_inputs=True)
-SIGN = declare("sign", jnp.sign, _zero_rule)
+SIGN = declare("sign", jnp.sign, _zero_rule, real_only=True, complex_fix="fg.sgn(x) is x / |x| for complex x")
 
 
 def exp(input: Tensor) -> Tensor:
@@ -326,10 +335,11 @@ def _clamp_rule(ctx, g):
     return (g if inside is None else where(inside, g, 0.0),)
 
 
-MAXIMUM = declare("maximum", jnp.maximum, _maximum_rule, save_inputs=True, hint=_shapes_hint)
-MINIMUM = declare("minimum", jnp.minimum, _minimum_rule, save_inputs=True, hint=_shapes_hint)
+MAXIMUM = declare("maximum", jnp.maximum, _maximum_rule, save_inputs=True, hint=_shapes_hint, real_only=True)
+MINIMUM = declare("minimum", jnp.minimum, _minimum_rule, save_inputs=True, hint=_shapes_hint, real_only=True)
 WHERE = declare("where", jnp.where, _where_rule, save_inputs=True, hint=_shapes_hint)
-CLAMP = declare("clamp", _clamp_forward, _clamp_rule, params=("min", "max", "bound_types"), save_inputs=True)
+CLAMP = declare("clamp", _clamp_forward, _clamp_rule, params=("min", "max", "bound_types"), save_inputs=True,
+                real_only=True)
 
 
 def maximum(input: Number, other: Number) -> Tensor:
@@ -384,10 +394,10 @@ clip = clamp
 # -- comparisons and logic (never differentiable) ---------------------------------------------------
 EQ = declare("eq", jnp.equal, None, differentiable=False, hint=_shapes_hint)
 NE = declare("ne", jnp.not_equal, None, differentiable=False, hint=_shapes_hint)
-LT = declare("lt", jnp.less, None, differentiable=False, hint=_shapes_hint)
-LE = declare("le", jnp.less_equal, None, differentiable=False, hint=_shapes_hint)
-GT = declare("gt", jnp.greater, None, differentiable=False, hint=_shapes_hint)
-GE = declare("ge", jnp.greater_equal, None, differentiable=False, hint=_shapes_hint)
+LT = declare("lt", jnp.less, None, differentiable=False, hint=_shapes_hint, real_only=True)
+LE = declare("le", jnp.less_equal, None, differentiable=False, hint=_shapes_hint, real_only=True)
+GT = declare("gt", jnp.greater, None, differentiable=False, hint=_shapes_hint, real_only=True)
+GE = declare("ge", jnp.greater_equal, None, differentiable=False, hint=_shapes_hint, real_only=True)
 LOGICAL_AND = declare("logical_and", jnp.logical_and, None, differentiable=False, hint=_shapes_hint)
 LOGICAL_OR = declare("logical_or", jnp.logical_or, None, differentiable=False, hint=_shapes_hint)
 LOGICAL_NOT = declare("logical_not", jnp.logical_not, None, differentiable=False)
@@ -440,6 +450,8 @@ def logical_not(input: Tensor) -> Tensor:
 
 # -- casts ------------------------------------------------------------------------------------------
 def _to_dtype_forward(x, *, dtype):
+    if x.dtype.kind == "c" and np.dtype(dtype).kind != "c":
+        x = jnp.real(x)  # PyTorch keeps the real part; JAX's astype will refuse complex -> real
     return x.astype(dtype)
 
 
@@ -458,6 +470,9 @@ def to_dtype(input: Tensor, dtype: Any) -> Tensor:
     dt = canonical_dtype(dtype, "to")
     if input.dtype == dt:
         return input
+    if input.dtype.kind == "c" and np.dtype(dt).kind != "c":
+        warnings.warn(f"to: casting complex values to {dt} discards the imaginary part (as in PyTorch); take "
+                      "x.real (or x.abs()) to say which real number you mean.", UserWarning, stacklevel=2)
     out = apply_op(TO_DTYPE, (input,), TO_DTYPE.Params(dt))
     if out.requires_grad and not jnp.issubdtype(dt, jnp.inexact):
         return out.detach()

@@ -69,7 +69,7 @@ def _div_rounded_forward(a, b, *, rounding_mode):
 
 
 DIV_ROUNDED = declare("div_rounded", _div_rounded_forward, zero_grads, params=("rounding_mode",),
-                      node_name="DivBackward2", hint=operands_hint)
+                      node_name="DivBackward2", hint=operands_hint, real_only=True)
 
 
 def div_rounded(input: Number, other: Number, rounding_mode: str) -> Tensor:
@@ -134,10 +134,12 @@ def _scalar_other_rule(ctx, g):
 
 
 REMAINDER = declare("remainder", jnp.remainder, _remainder_rule, save_inputs=True,
-                    node_name="RemainderBackward1", hint=operands_hint)
-REMAINDER_SCALAR = declare("remainder_scalar", jnp.remainder, _scalar_other_rule, node_name="RemainderBackward0")
-FMOD = declare("fmod", jnp.fmod, _fmod_rule, save_inputs=True, node_name="FmodBackward1", hint=operands_hint)
-FMOD_SCALAR = declare("fmod_scalar", jnp.fmod, _scalar_other_rule, node_name="FmodBackward0")
+                    node_name="RemainderBackward1", hint=operands_hint, real_only=True)
+REMAINDER_SCALAR = declare("remainder_scalar", jnp.remainder, _scalar_other_rule, node_name="RemainderBackward0",
+                           real_only=True)
+FMOD = declare("fmod", jnp.fmod, _fmod_rule, save_inputs=True, node_name="FmodBackward1", hint=operands_hint,
+               real_only=True)
+FMOD_SCALAR = declare("fmod_scalar", jnp.fmod, _scalar_other_rule, node_name="FmodBackward0", real_only=True)
 
 
 def remainder(input: Number, other: Number) -> Tensor:
@@ -323,7 +325,8 @@ def _logit_rule(ctx, g):
     return (where(logical_or(lt(x, eps), gt(x, 1 - eps)), 0.0, d),)
 
 
-LOGIT = declare("logit", _logit_forward, _logit_rule, params=("eps",), save_inputs=True, hint=operand_hint)
+LOGIT = declare("logit", _logit_forward, _logit_rule, params=("eps",), save_inputs=True, hint=operand_hint,
+                real_only=True)
 
 
 def logit(input: Tensor, eps: Optional[float] = None) -> Tensor:
@@ -411,7 +414,8 @@ def _hypot_rule(ctx, g):
     return ga, gb
 
 
-HYPOT = declare("hypot", _hypot_forward, _hypot_rule, save_inputs=True, save_result=True, hint=operands_hint)
+HYPOT = declare("hypot", _hypot_forward, _hypot_rule, save_inputs=True, save_result=True, hint=operands_hint,
+                real_only=True)
 
 
 def hypot(input: Number, other: Number) -> Tensor:

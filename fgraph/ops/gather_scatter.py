@@ -38,6 +38,7 @@ from jax import lax
 from fgraph.errors import OpError
 from fgraph.ops._declare import apply_op, declare
 from fgraph.ops._index_checks import check_bounds, check_tensor, hashable_scalar, index_array, norm_dim
+from fgraph.ops._real_only import refuse_complex
 from fgraph.ops.elementwise import div, eq, logical_and, logical_not, mul, sub, to_dtype, where
 from fgraph.ops.shape import expand, reshape
 from fgraph.tensor import Tensor, _wrap
@@ -360,6 +361,8 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     if reduce not in REDUCTIONS:
         raise OpError(f"scatter_reduce: reduce must be one of {REDUCTIONS}, got {reduce!r}.")
     check_tensor(src, "scatter_reduce", "src")
+    if reduce in ("amax", "amin"):
+        refuse_complex(f"scatter_reduce(reduce={reduce!r})", input, src)
     d, idx = _check_gather_like("scatter_reduce", input, dim, index, src)
     out = _scatter_reduce(_lifted(input), d, idx, _fit_src(src, tuple(idx.shape)), reduce, bool(include_self))
     return _finish(out, input.shape)

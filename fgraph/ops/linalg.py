@@ -195,17 +195,18 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
 def vdot(input: Tensor, other: Tensor) -> Tensor:
     """``sum(conj(input) * other)`` for 1-D tensors; equal to :func:`dot` for real tensors.
 
-    Complex tensors are not supported (fgraph's derivative rules are written for real inputs).
-
     Example:
         >>> import fgraph as fg
         >>> fg.vdot(fg.tensor([1.0, 2.0]), fg.tensor([3.0, 4.0])).item()
         11.0
+        >>> z = fg.complex(fg.tensor([0.0]), fg.tensor([1.0]))  # i
+        >>> fg.vdot(z, z).tolist()  # conj(i) * i
+        (1+0j)
     """
+    from fgraph.ops.complex_parts import conj
+
     _check_vectors("vdot", input, other)
-    if jnp.issubdtype(input.dtype, jnp.complexfloating):
-        raise OpError(f"vdot: complex tensors ({input.dtype}) are not supported; fgraph's gradients are real.")
-    return apply_op(VDOT, (input, other))
+    return apply_op(VDOT, (conj(input), other))
 
 
 def outer(input: Tensor, vec2: Tensor) -> Tensor:

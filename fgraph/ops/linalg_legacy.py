@@ -61,8 +61,8 @@ def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool =
         >>> fg.triangular_solve(fg.tensor([[3.0], [1.0]]), A).solution.tolist()
         [[1.0], [1.0]]
     """
-    check_matrix(b, "triangular_solve", "b")
-    check_matrix(A, "triangular_solve", "A", square=True)
+    check_matrix(b, "triangular_solve", "b", complex_ok=True)
+    check_matrix(A, "triangular_solve", "A", square=True, complex_ok=True)
     if transpose:  # A^T is triangular on the other side
         x = solve_triangular(A.mT, b, upper=not upper, unitriangular=unitriangular)
     else:

@@ -96,7 +96,7 @@ def _lu_rule(ctx, g):
 
 
 LU_FACTOR = declare("linalg_lu_factor", _lu_forward, _lu_rule, save_result=True, num_outputs=2,
-                    node_name="LinalgLuFactorExBackward0")
+                    node_name="LinalgLuFactorExBackward0", real_only=True)
 
 
 class LUFactorResult(NamedTuple):

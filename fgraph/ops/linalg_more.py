@@ -71,7 +71,7 @@ def matrix_exp(A: Tensor) -> Tensor:
         >>> E.tolist()
         [[1.0, 1.0], [0.0, 1.0]]
     """
-    check_matrix(A, "linalg.matrix_exp", "A", square=True)
+    check_matrix(A, "linalg.matrix_exp", "A", square=True, complex_ok=True)
     return apply_unary(MATRIX_EXP, A)
 
 
@@ -153,7 +153,7 @@ def _matrix_rank_forward(a, *, atol, rtol, hermitian):
 
 
 MATRIX_RANK = declare("linalg_matrix_rank", _matrix_rank_forward, None, params=("atol", "rtol", "hermitian"),
-                      differentiable=False)
+                      differentiable=False, real_only=True)
 
 
 def matrix_rank(A: Tensor, *, atol: Optional[float] = None, rtol: Optional[float] = None,
@@ -383,7 +383,7 @@ def inv_ex(A: Tensor, *, check_errors: bool = False) -> InvExResult:
         >>> fg.linalg.inv_ex(fg.tensor([[1.0, 2.0], [2.0, 4.0]])).info.item()
         2
     """
-    check_matrix(A, "linalg.inv_ex", "A", square=True)
+    check_matrix(A, "linalg.inv_ex", "A", square=True, complex_ok=True)
     info = apply_unary(LU_INFO, A)
     if check_errors:
         _checked(info, "linalg.inv_ex", "the matrix is singular")

@@ -6,6 +6,8 @@ the gradient evenly). ``matrix_norm`` is composed from it and ``svdvals``:
 ``'fro'`` is the 2-norm of the entries, ``'nuc'``/``2``/``-2`` the sum/max/min of the
 singular values, ``1``/``-1`` the max/min column sum of ``|A|``, ``inf``/``-inf`` the
 max/min row sum. (``fgraph.norm``, the older ``torch.norm``, belongs to the reductions.)
+A complex input's norm is the norm of ``|z|`` (real, as in PyTorch); its gradient goes through
+``abs``, so it follows PyTorch's complex convention.
 
 Example:
     >>> import fgraph as fg
@@ -80,7 +82,7 @@ def _vector_norm_rule(ctx, g):
 
 
 VECTOR_NORM = declare("linalg_vector_norm", _vector_norm_forward, _vector_norm_rule,
-                      params=("ord", "dims", "keepdim"), save_inputs=True, save_result=True)
+                      params=("ord", "dims", "keepdim"), save_inputs=True, save_result=True, real_only=True)
 
 
 def _number(ord: Any, op: str) -> float:
@@ -92,7 +94,8 @@ def _number(ord: Any, op: str) -> float:
 def _cast(x: Tensor, dtype: Any, op: str) -> Tensor:
     if dtype is not None:
         x = to_dtype(x, dtype)
-    check_floating(x, op, "input")
+    if x.dtype.kind != "c":
+        check_floating(x, op, "input")
     return x
 
 
@@ -125,6 +128,8 @@ def vector_norm_of(x: Tensor, p: float, dims: tuple[int, ...], keepdim: bool) ->
     ``fg.norm``, ``F.normalize``, ``F.cosine_similarity`` and ``F.pairwise_distance`` share it.
     """
     p = int(p) if float(p).is_integer() else float(p)
+    if x.dtype.kind == "c":
+        x = fg_abs(x)
     return apply_unary(VECTOR_NORM, x, VECTOR_NORM.Params(p, tuple(dims), bool(keepdim)))
 
 

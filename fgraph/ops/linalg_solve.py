@@ -59,7 +59,7 @@ def inv(A: Tensor) -> Tensor:
         >>> fg.linalg.inv(fg.tensor([[2.0, 0.0], [0.0, 4.0]])).tolist()
         [[0.5, 0.0], [0.0, 0.25]]
     """
-    check_matrix(A, "linalg.inv", "A", square=True)
+    check_matrix(A, "linalg.inv", "A", square=True, complex_ok=True)
     return apply_unary(INV, A)
 
 
@@ -95,7 +95,7 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
         (5, 2, 3)
     """
     op = "linalg.solve"
-    check_matrix(A, op, "A", square=True)
+    check_matrix(A, op, "A", square=True, complex_ok=True)
     check_tensor(B, op, "B")
     vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and B.shape == A.shape[:-1])
     if B.ndim < 1 or (not vector and B.ndim < 2):
@@ -153,8 +153,8 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, un
         [[1.0], [1.0]]
     """
     op = "linalg.solve_triangular"
-    check_matrix(A, op, "A", square=True)
-    check_matrix(B, op, "B")
+    check_matrix(A, op, "A", square=True, complex_ok=True)
+    check_matrix(B, op, "B", complex_ok=True)
     check_same_dtype(A, B, op, ("A", "B"))
     n = A.shape[-1]
     if (B.shape[-2] if left else B.shape[-1]) != n:
@@ -185,7 +185,7 @@ def _slogdet_rule(ctx, g):
 
 
 DET = declare("linalg_det", jnp.linalg.det, _det_rule, save_inputs=True, save_result=True)
-SLOGDET = declare("linalg_slogdet", _slogdet_forward, _slogdet_rule, save_inputs=True, num_outputs=2)
+SLOGDET = declare("linalg_slogdet", _slogdet_forward, _slogdet_rule, save_inputs=True, num_outputs=2, real_only=True)
 
 
 def det(A: Tensor) -> Tensor:
@@ -196,7 +196,7 @@ def det(A: Tensor) -> Tensor:
         >>> round(fg.linalg.det(fg.tensor([[1.0, 2.0], [3.0, 4.0]])).item(), 4)
         -2.0
     """
-    check_matrix(A, "linalg.det", "A", square=True)
+    check_matrix(A, "linalg.det", "A", square=True, complex_ok=True)
     return apply_unary(DET, A)
 
 
@@ -271,7 +271,7 @@ def _pinv_grad(g: Tensor, p: Tensor, a: Tensor) -> Tensor:
 
 
 PINV = declare("linalg_pinv", _pinv_forward, _pinv_rule, params=("atol", "rtol", "hermitian"),
-               save_inputs=True, save_result=True)
+               save_inputs=True, save_result=True, real_only=True)
 
 
 def _tolerance(value: Optional[float], name: str) -> Optional[float]:

@@ -7,7 +7,8 @@ Gradients follow PyTorch's formulas, special points included:
   infinity, as in PyTorch);
 * ``xlogy(x, y)``: ``xlogy(g, y)`` for ``x`` (0 where ``x = 0`` and ``y <= 0``) and ``g * x / y``
   for ``y`` (NaN at ``x = y = 0``);
-* ``nan_to_num``: the gradient passes where the input is finite, else 0;
+* ``nan_to_num``: the gradient passes where the input is finite, else 0 (for complex input, each
+  part where that part is finite: the parts are replaced separately);
 * ``copysign(x, y)``: ``+-g`` for ``x`` (0 at ``x = 0``), 0 for ``y``;
 * ``heaviside`` has no derivative in PyTorch: its backward raises an error naming it.
 
@@ -33,6 +34,7 @@ from fgraph.errors import OpError
 from fgraph.ops._declare import apply_op, apply_unary, declare
 from fgraph.ops._index_checks import is_traced
 from fgraph.ops._math_helpers import check_number, describe, floating_args, operands_hint
+from fgraph.ops._real_only import refuse_complex
 from fgraph.ops.elementwise import Number, clamp, eq, exp, le, logical_and, pow, to_dtype, where, zeros_of
 from fgraph.ops.elementwise_math import exp2
 from fgraph.ops.rounding import isfinite
@@ -67,7 +69,8 @@ def _logaddexp2_rule(ctx, g):
 
 
 LOGADDEXP = declare("logaddexp", _logaddexp_forward, _logaddexp_rule, save_inputs=True, hint=operands_hint)
-LOGADDEXP2 = declare("logaddexp2", _logaddexp2_forward, _logaddexp2_rule, save_inputs=True, hint=operands_hint)
+LOGADDEXP2 = declare("logaddexp2", _logaddexp2_forward, _logaddexp2_rule, save_inputs=True, hint=operands_hint,
+                     real_only=True)
 
 
 def _binary(op: Any, name: str, input: Any, other: Any) -> Tensor:
@@ -124,7 +127,7 @@ def _xlogy_rule(ctx, g):
     return gx, gy
 
 
-XLOGY = declare("xlogy", _xlogy_forward, _xlogy_rule, save_inputs=True, hint=operands_hint)
+XLOGY = declare("xlogy", _xlogy_forward, _xlogy_rule, save_inputs=True, hint=operands_hint, real_only=True)
 
 
 def xlogy(input: Number, other: Number) -> Tensor:
@@ -144,7 +147,12 @@ def _nan_to_num_forward(x, *, nan, posinf, neginf):
 
 
 def _nan_to_num_rule(ctx, g):
-    return (where(isfinite(ctx.inputs[0]), g, 0.0),)
+    x = ctx.inputs[0]
+    if x.dtype.kind == "c":
+        from fgraph.ops.complex_parts import complex, imag, real
+
+        return (complex(where(isfinite(real(x)), real(g), 0.0), where(isfinite(imag(x)), imag(g), 0.0)),)
+    return (where(isfinite(x), g, 0.0),)
 
 
 NAN_TO_NUM = declare("nan_to_num", _nan_to_num_forward, _nan_to_num_rule, params=("nan", "posinf", "neginf"),
@@ -200,7 +208,7 @@ def _heaviside_forward(x, values):
     return jnp.where(x == 0, values, (x > 0).astype(x.dtype)).astype(jnp.result_type(x, values))
 
 
-HEAVISIDE = declare("heaviside", _heaviside_forward, None, hint=operands_hint)
+HEAVISIDE = declare("heaviside", _heaviside_forward, None, hint=operands_hint, real_only=True)
 
 
 def heaviside(input: Tensor, values: Tensor) -> Tensor:
@@ -238,8 +246,8 @@ def _copysign_rule(ctx, g):
 
 
 COPYSIGN = declare("copysign", _copysign_forward, _copysign_rule, save_inputs=(0,), save_result=True,
-                   hint=operands_hint)
-SIGNBIT = declare("signbit", jnp.signbit, None, differentiable=False)
+                   hint=operands_hint, real_only=True)
+SIGNBIT = declare("signbit", jnp.signbit, None, differentiable=False, real_only=True)
 
 
 def copysign(input: Number, other: Number) -> Tensor:
@@ -281,6 +289,7 @@ def deg2rad(input: Tensor) -> Tensor:
         >>> round(fg.deg2rad(fg.tensor([180])).item(), 5)
         3.14159
     """
+    refuse_complex("deg2rad", input)
     return _float_input(input, "deg2rad") * (math.pi / 180.0)
 
 
@@ -292,6 +301,7 @@ def rad2deg(input: Tensor) -> Tensor:
         >>> fg.rad2deg(fg.tensor([0.0])).tolist()
         [0.0]
     """
+    refuse_complex("rad2deg", input)
     return _float_input(input, "rad2deg") * (180.0 / math.pi)
 
 

@@ -346,7 +346,7 @@ def matrix_power(input: Tensor, n: int) -> Tensor:
     """
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
         raise TypeError(f"matrix_power: n must be an int, got {type(n).__name__}.")
-    check_matrix(input, "matrix_power", "input", square=True, floating=n < 0)
+    check_matrix(input, "matrix_power", "input", square=True, floating=n < 0, complex_ok=True)
     n = int(n)
     if n == 0:
         eye = jnp.broadcast_to(jnp.eye(input.shape[-1], dtype=input.dtype), input.shape)

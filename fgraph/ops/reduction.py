@@ -254,7 +254,8 @@ def _dof(shape: tuple[int, ...], dims: tuple[int, ...], correction: Any) -> Any:
 
 def _var_forward(x, *, dims, correction, keepdim):
     centered = x - jnp.mean(x, axis=dims, keepdims=True)
-    return jnp.sum(centered * centered, axis=dims, keepdims=keepdim) / _dof(x.shape, dims, correction)
+    squares = jnp.real(centered * jnp.conj(centered))  # |x - mean|^2: real for complex x too, as in PyTorch
+    return jnp.sum(squares, axis=dims, keepdims=keepdim) / _dof(x.shape, dims, correction)
 
 
 def _std_forward(x, *, dims, correction, keepdim):
@@ -262,11 +263,14 @@ def _std_forward(x, *, dims, correction, keepdim):
 
 
 def _var_grad(g: Tensor, x: Tensor, params: Any) -> Tensor:
-    """d var / d x applied to ``g``: ``2 (x - mean) / (n - correction) * g``."""
+    """d var / d x applied to ``g``: ``2 conj(x - mean) / (n - correction) * g`` (the transpose of
+    ``d|c|^2 = 2 Re(conj(c) dc)``; ``conj`` changes nothing for real ``x``)."""
+    from fgraph.ops.complex_parts import conj
+
     dims, correction, keepdim = params
     dof = _dof(x.shape, dims, correction)
     scale = 2.0 / dof if dof else math.inf
-    return expand_reduced(g, x.shape, dims, keepdim) * (x - mean(x, dims, keepdim=True)) * scale
+    return expand_reduced(g, x.shape, dims, keepdim) * conj(x - mean(x, dims, keepdim=True)) * scale
 
 
 def _var_rule(ctx, g):

@@ -69,12 +69,14 @@ def _evenly_rule(ctx, g):
     return (where(mask, expand_reduced(g, shape, dims, keepdim) / count, 0.0),)
 
 
-AMAX = declare("amax", _amax_forward, _evenly_rule, params=("dims", "keepdim"), save_inputs=True, save_result=True)
-AMIN = declare("amin", _amin_forward, _evenly_rule, params=("dims", "keepdim"), save_inputs=True, save_result=True)
+AMAX = declare("amax", _amax_forward, _evenly_rule, params=("dims", "keepdim"), save_inputs=True, save_result=True,
+               real_only=True)
+AMIN = declare("amin", _amin_forward, _evenly_rule, params=("dims", "keepdim"), save_inputs=True, save_result=True,
+               real_only=True)
 MAX_ALL = declare("max", _amax_forward, _evenly_rule, params=("dims", "keepdim"), save_inputs=True,
-                  save_result=True, node_name="MaxBackward1")
+                  save_result=True, node_name="MaxBackward1", real_only=True)
 MIN_ALL = declare("min", _amin_forward, _evenly_rule, params=("dims", "keepdim"), save_inputs=True,
-                  save_result=True, node_name="MinBackward1")
+                  save_result=True, node_name="MinBackward1", real_only=True)
 
 
 def _nonempty(input: Tensor, dims: tuple[int, ...], op: str) -> None:
@@ -153,9 +155,9 @@ def _select_rule(ctx, g):
 
 
 MAX_DIM = declare("max_dim", _max_dim_forward, _select_rule, params=("dim", "keepdim"), save_result=True,
-                  num_outputs=2, node_name="MaxBackward0")
+                  num_outputs=2, node_name="MaxBackward0", real_only=True)
 MIN_DIM = declare("min_dim", _min_dim_forward, _select_rule, params=("dim", "keepdim"), save_result=True,
-                  num_outputs=2, node_name="MinBackward0")
+                  num_outputs=2, node_name="MinBackward0", real_only=True)
 
 
 def _one_dim(input: Tensor, dim: Any, op: str) -> int:
@@ -240,7 +242,8 @@ def _arg_forward(x, *, dim, keepdim, largest):
     return pick(x, axis=dim, keepdims=keepdim)
 
 
-ARG_EXTREME = declare("arg_extreme", _arg_forward, None, params=("dim", "keepdim", "largest"), differentiable=False)
+ARG_EXTREME = declare("arg_extreme", _arg_forward, None, params=("dim", "keepdim", "largest"), differentiable=False,
+                      real_only=True)
 
 
 def _arg(name: str, input: Tensor, dim: Optional[int], keepdim: bool, largest: bool) -> Tensor:

@@ -40,13 +40,13 @@ def _frac_rule(ctx, g):
     return (g,)
 
 
-FLOOR = declare("floor", jnp.floor, _zero_rule, hint=operand_hint)
-CEIL = declare("ceil", jnp.ceil, _zero_rule, hint=operand_hint)
-TRUNC = declare("trunc", jnp.trunc, _zero_rule, hint=operand_hint)
-ROUND = declare("round", jnp.round, _zero_rule, hint=operand_hint)
+FLOOR = declare("floor", jnp.floor, _zero_rule, hint=operand_hint, real_only=True)
+CEIL = declare("ceil", jnp.ceil, _zero_rule, hint=operand_hint, real_only=True)
+TRUNC = declare("trunc", jnp.trunc, _zero_rule, hint=operand_hint, real_only=True)
+ROUND = declare("round", jnp.round, _zero_rule, hint=operand_hint, real_only=True)
 ROUND_DECIMALS = declare("round_decimals", _round_decimals_forward, _zero_rule, params=("decimals",),
-                         node_name="RoundBackward1", hint=operand_hint)
-FRAC = declare("frac", _frac_forward, _frac_rule, hint=operand_hint)
+                         node_name="RoundBackward1", hint=operand_hint, real_only=True)
+FRAC = declare("frac", _frac_forward, _frac_rule, hint=operand_hint, real_only=True)
 
 
 def floor(input: Tensor) -> Tensor:
@@ -127,8 +127,8 @@ def frac(input: Tensor) -> Tensor:
 ISNAN = declare("isnan", jnp.isnan, None, differentiable=False, hint=operand_hint)
 ISFINITE = declare("isfinite", jnp.isfinite, None, differentiable=False, hint=operand_hint)
 ISINF = declare("isinf", jnp.isinf, None, differentiable=False, hint=operand_hint)
-ISPOSINF = declare("isposinf", jnp.isposinf, None, differentiable=False, hint=operand_hint)
-ISNEGINF = declare("isneginf", jnp.isneginf, None, differentiable=False, hint=operand_hint)
+ISPOSINF = declare("isposinf", jnp.isposinf, None, differentiable=False, hint=operand_hint, real_only=True)
+ISNEGINF = declare("isneginf", jnp.isneginf, None, differentiable=False, hint=operand_hint, real_only=True)
 
 
 def isnan(input: Tensor) -> Tensor:

@@ -47,7 +47,8 @@ def _nan_stats_forward(s, *, ignore_nan):
     return jnp.any(nan, axis=-1, keepdims=True)
 
 
-NAN_STATS = declare("quantile_nan_stats", _nan_stats_forward, None, params=("ignore_nan",), differentiable=False)
+NAN_STATS = declare("quantile_nan_stats", _nan_stats_forward, None, params=("ignore_nan",), differentiable=False,
+                    real_only=True)
 
 
 def _check_q(q: Any, input: Tensor, op: str) -> Tensor:
@@ -170,7 +171,7 @@ def _searchsorted_forward(seq, values, *sorter, side, out_int32):
 
 
 SEARCHSORTED = declare("searchsorted", _searchsorted_forward, None, params=("side", "out_int32"),
-                       differentiable=False)
+                       differentiable=False, real_only=True)
 
 
 def searchsorted(sorted_sequence: Tensor, input: Union[Tensor, float], *, out_int32: bool = False,
@@ -265,7 +266,7 @@ def _linspace(lo, hi, bins):
     return jnp.where(i < (bins + 1) // 2, lo + step * i, hi - step * (bins - i)).astype(lo.dtype)
 
 
-HISTC = declare("histc", _histc_forward, None, params=("bins", "min", "max"), differentiable=False)
+HISTC = declare("histc", _histc_forward, None, params=("bins", "min", "max"), differentiable=False, real_only=True)
 
 
 def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Tensor:

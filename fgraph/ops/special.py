@@ -71,14 +71,16 @@ def _polygamma_rule(ctx, g):
     return (g * polygamma(ctx.params.n + 1, ctx.inputs[0]),)
 
 
-ERF = declare("erf", float_unary(jsp.erf, "erf"), _erf_rule, save_inputs=True, hint=operand_hint)
-ERFC = declare("erfc", float_unary(jsp.erfc, "erfc"), _erfc_rule, save_inputs=True, hint=operand_hint)
-ERFINV = declare("erfinv", float_unary(jsp.erfinv, "erfinv"), _erfinv_rule, save_result=True, hint=operand_hint)
-LGAMMA = declare("lgamma", float_unary(jsp.gammaln, "lgamma"), _lgamma_rule, save_inputs=True, hint=operand_hint)
+ERF = declare("erf", float_unary(jsp.erf, "erf"), _erf_rule, save_inputs=True, hint=operand_hint, real_only=True)
+ERFC = declare("erfc", float_unary(jsp.erfc, "erfc"), _erfc_rule, save_inputs=True, hint=operand_hint, real_only=True)
+ERFINV = declare("erfinv", float_unary(jsp.erfinv, "erfinv"), _erfinv_rule, save_result=True, hint=operand_hint,
+                 real_only=True)
+LGAMMA = declare("lgamma", float_unary(jsp.gammaln, "lgamma"), _lgamma_rule, save_inputs=True, hint=operand_hint,
+                 real_only=True)
 DIGAMMA = declare("digamma", float_unary(_digamma_kernel, "digamma"), _digamma_rule, save_inputs=True,
-                  hint=operand_hint)
+                  hint=operand_hint, real_only=True)
 POLYGAMMA = declare("polygamma", _polygamma_forward, _polygamma_rule, params=("n",), save_inputs=True,
-                    hint=operand_hint)
+                    hint=operand_hint, real_only=True)
 
 
 def erf(input: Tensor) -> Tensor:

@@ -70,9 +70,9 @@ def _entr_rule(ctx, g):
 
 
 XLOG1PY = declare("xlog1py", _xlog1py_forward, _xlog1py_rule, save_inputs=True, hint=operands_hint,
-                  node_name="SpecialXlog1PyBackward0")
+                  node_name="SpecialXlog1PyBackward0", real_only=True)
 ENTR = declare("entr", _entr_forward, _entr_rule, save_inputs=True, hint=operand_hint,
-               node_name="SpecialEntrBackward0")
+               node_name="SpecialEntrBackward0", real_only=True)
 
 
 def xlog1py(input: Number, other: Number) -> Tensor:
@@ -125,9 +125,9 @@ def _log_ndtr_rule(ctx, g):
 
 
 NDTRI = declare("ndtri", float_unary(jsp.ndtri, "ndtri"), _ndtri_rule, save_result=True, hint=operand_hint,
-                node_name="SpecialNdtriBackward0")
+                node_name="SpecialNdtriBackward0", real_only=True)
 LOG_NDTR = declare("log_ndtr", float_unary(jsp.log_ndtr, "log_ndtr"), _log_ndtr_rule, save_inputs=True,
-                   save_result=True, hint=operand_hint, node_name="SpecialLogNdtrBackward0")
+                   save_result=True, hint=operand_hint, node_name="SpecialLogNdtrBackward0", real_only=True)
 
 
 def ndtr(input: Tensor) -> Tensor:
@@ -190,13 +190,13 @@ def _i1e_rule(ctx, g):
     return (g * where(zero, 0.5, i0e(x) - i1e(safe) * (sign(safe) + 1.0 / safe)),)
 
 
-I0 = declare("i0", float_unary(jsp.i0, "i0"), _i0_rule, save_inputs=True, hint=operand_hint)
+I0 = declare("i0", float_unary(jsp.i0, "i0"), _i0_rule, save_inputs=True, hint=operand_hint, real_only=True)
 I0E = declare("i0e", float_unary(jsp.i0e, "i0e"), _i0e_rule, save_inputs=True, save_result=True,
-              hint=operand_hint, node_name="SpecialI0EBackward0")
+              hint=operand_hint, node_name="SpecialI0EBackward0", real_only=True)
 I1 = declare("i1", float_unary(jsp.i1, "i1"), _i1_rule, save_inputs=True, hint=operand_hint,
-             node_name="SpecialI1Backward0")
+             node_name="SpecialI1Backward0", real_only=True)
 I1E = declare("i1e", float_unary(jsp.i1e, "i1e"), _i1e_rule, save_inputs=True, hint=operand_hint,
-              node_name="SpecialI1EBackward0")
+              node_name="SpecialI1EBackward0", real_only=True)
 
 
 def i0(input: Tensor) -> Tensor:
@@ -309,7 +309,7 @@ def _zeta_rule(ctx, g):
 
 
 ZETA = declare("zeta", _zeta_forward, _zeta_rule, save_inputs=True, hint=operands_hint,
-               node_name="SpecialZetaBackward0")
+               node_name="SpecialZetaBackward0", real_only=True)
 
 
 def zeta(input: Number, other: Number) -> Tensor:

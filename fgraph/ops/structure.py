@@ -321,30 +321,26 @@ def _T(self: Tensor) -> Tensor:
     return permute(self, tuple(range(self.ndim - 1, -1, -1)))
 
 
-def _real_only(self: Tensor, what: str) -> None:
-    if jnp.issubdtype(self.dtype, jnp.complexfloating):
-        raise OpError(f"{what}: the conjugate transpose of a complex tensor ({self.dtype}) is not supported; "
-                      "fgraph differentiates real tensors.")
-
-
 def _H(self: Tensor) -> Tensor:
     """The conjugate transpose of a matrix (the transpose, for real tensors)."""
-    _real_only(self, "H")
+    from fgraph.ops.complex_parts import conj
+
     if self.ndim == 0:
-        return self
+        return conj(self)
     if self.ndim != 2:
         raise OpError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.ndim}-D tensor "
                       f"(shape {self.shape}); for batches of matrices use tensor.mH.")
-    return transpose(self, 0, 1)
+    return transpose(conj(self), 0, 1)
 
 
 def _mH(self: Tensor) -> Tensor:
     """The conjugate transpose of the last two dimensions (``mT`` for real tensors)."""
-    _real_only(self, "mH")
+    from fgraph.ops.complex_parts import conj
+
     if self.ndim < 2:
         raise OpError(f"tensor.mH is only supported on matrices or batches of matrices. Got {self.ndim}-D "
                       f"tensor (shape {self.shape}).")
-    return matrix_transpose(self)
+    return matrix_transpose(conj(self))
 
 
 def contiguous(self: Tensor, memory_format: Any = None) -> Tensor:

@@ -238,8 +238,8 @@ def _histogram_forward(x, edges, weight, *, density):
 
 
 HISTOGRAM_EDGES = declare("histogram_edges", _histogram_edges_forward, None, params=("bins", "lo", "hi"),
-                          differentiable=False)
-HISTOGRAM = declare("histogram", _histogram_forward, None, params=("density",), differentiable=False)
+                          differentiable=False, real_only=True)
+HISTOGRAM = declare("histogram", _histogram_forward, None, params=("density",), differentiable=False, real_only=True)
 
 
 def histogram(input: Tensor, bins: Union[int, Tensor], *, range: Optional[tuple] = None,

@@ -84,7 +84,7 @@ COSH = declare("cosh", float_unary(jnp.cosh, "cosh"), _cosh_rule, save_inputs=Tr
 ASINH = declare("asinh", float_unary(jnp.arcsinh, "asinh"), _asinh_rule, save_inputs=True, hint=operand_hint)
 ACOSH = declare("acosh", float_unary(jnp.arccosh, "acosh"), _acosh_rule, save_inputs=True, hint=operand_hint)
 ATANH = declare("atanh", float_unary(jnp.arctanh, "atanh"), _atanh_rule, save_inputs=True, hint=operand_hint)
-ATAN2 = declare("atan2", _atan2_forward, _atan2_rule, save_inputs=True, hint=operands_hint)
+ATAN2 = declare("atan2", _atan2_forward, _atan2_rule, save_inputs=True, hint=operands_hint, real_only=True)
 
 
 def tan(input: Tensor) -> Tensor:

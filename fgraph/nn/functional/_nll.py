@@ -104,7 +104,7 @@ def _nll_rule(ctx: RuleContext, g: Tensor) -> tuple:
 
 
 _NLL = declare("nll_loss", _nll_forward, _nll_rule, params=("class_dim", "ignore_index", "reduction"),
-               save_inputs={0: (2,), 1: (0, 2), 2: (0, 2)}, node_name="NllLossBackward0")
+               save_inputs={0: (2,), 1: (0, 2), 2: (0, 2)}, node_name="NllLossBackward0", real_only=True)
 
 
 def nll(logp: Tensor, target: Tensor, weight: Optional[Tensor], class_dim: int, ignore_index: int,

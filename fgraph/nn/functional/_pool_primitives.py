@@ -29,7 +29,7 @@ def _argmax_forward(x, table):
     return jnp.take_along_axis(jnp.broadcast_to(table, vals.shape), am[..., None], axis=-1)[..., 0]
 
 
-WINDOW_ARGMAX = declare("window_argmax", _argmax_forward, None, differentiable=False)
+WINDOW_ARGMAX = declare("window_argmax", _argmax_forward, None, differentiable=False, real_only=True)
 
 
 def _take_forward(x, idx):

@@ -35,6 +35,7 @@ import jax.scipy.special as jsp
 from fgraph.errors import OpError
 from fgraph.nn.functional._utils import check_float, check_tensor, dim_index, no_inplace
 from fgraph.ops._declare import apply_unary, declare
+from fgraph.ops._real_only import refuse_complex
 from fgraph.ops.shape import reshape
 from fgraph.ops.elementwise import (
     exp,
@@ -100,10 +101,11 @@ def _hardswish_rule(ctx, g):
 
 
 LEAKY_RELU = declare("leaky_relu", _leaky_relu_forward, _leaky_relu_rule, params=("negative_slope",),
-                     save_inputs=True)
-HARDTANH = declare("hardtanh", _hardtanh_forward, _hardtanh_rule, params=("min_val", "max_val"), save_inputs=True)
-HARDSIGMOID = declare("hardsigmoid", _hardsigmoid_forward, _hardsigmoid_rule, save_inputs=True)
-HARDSWISH = declare("hardswish", _hardswish_forward, _hardswish_rule, save_inputs=True)
+                     save_inputs=True, real_only=True)
+HARDTANH = declare("hardtanh", _hardtanh_forward, _hardtanh_rule, params=("min_val", "max_val"), save_inputs=True,
+                   real_only=True)
+HARDSIGMOID = declare("hardsigmoid", _hardsigmoid_forward, _hardsigmoid_rule, save_inputs=True, real_only=True)
+HARDSWISH = declare("hardswish", _hardswish_forward, _hardswish_rule, save_inputs=True, real_only=True)
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
@@ -201,7 +203,7 @@ def _elu_rule(ctx, g):
 
 
 ELU = declare("elu", _elu_forward, _elu_rule, params=("alpha", "scale", "input_scale"), save_inputs=True,
-              save_result=True)
+              save_result=True, real_only=True)
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
@@ -255,7 +257,8 @@ def _normal_cdf_rule(ctx, g):
 
 
 #: Private: the standard normal CDF, for exact gelu's derivative (its own derivative is the density).
-_NORMAL_CDF = declare("nn_normal_cdf", jsp.ndtr, _normal_cdf_rule, save_inputs=True, node_name="NdtrBackward0")
+_NORMAL_CDF = declare("nn_normal_cdf", jsp.ndtr, _normal_cdf_rule, save_inputs=True, node_name="NdtrBackward0",
+                      real_only=True)
 
 
 def _gelu_forward(x, *, approximate):
@@ -305,11 +308,12 @@ def _log_sigmoid_rule(ctx, g):
     return (g * sigmoid(-x),)
 
 
-GELU = declare("gelu", _gelu_forward, _gelu_rule, params=("approximate",), save_inputs=True)
-SILU = declare("silu", jax.nn.silu, _silu_rule, save_inputs=True)
-MISH = declare("mish", _mish_forward, _mish_rule, save_inputs=True)
-SOFTPLUS = declare("softplus", _softplus_forward, _softplus_rule, params=("beta", "threshold"), save_inputs=True)
-LOG_SIGMOID = declare("log_sigmoid", jax.nn.log_sigmoid, _log_sigmoid_rule, save_inputs=True)
+GELU = declare("gelu", _gelu_forward, _gelu_rule, params=("approximate",), save_inputs=True, real_only=True)
+SILU = declare("silu", jax.nn.silu, _silu_rule, save_inputs=True, real_only=True)
+MISH = declare("mish", _mish_forward, _mish_rule, save_inputs=True, real_only=True)
+SOFTPLUS = declare("softplus", _softplus_forward, _softplus_rule, params=("beta", "threshold"), save_inputs=True,
+                   real_only=True)
+LOG_SIGMOID = declare("log_sigmoid", jax.nn.log_sigmoid, _log_sigmoid_rule, save_inputs=True, real_only=True)
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
@@ -412,9 +416,9 @@ def _log_softmax_rule(ctx, g):
 
 
 SOFTMAX = declare("_softmax", _softmax_forward, _softmax_rule, params=("dims",), save_result=True,
-                  node_name="SoftmaxBackward0")
+                  node_name="SoftmaxBackward0", real_only=True)
 LOG_SOFTMAX = declare("_log_softmax", _log_softmax_forward, _log_softmax_rule, params=("dims",), save_result=True,
-                      node_name="LogSoftmaxBackward0")
+                      node_name="LogSoftmaxBackward0", real_only=True)
 
 
 def _softmax_dims(input: Tensor, dim: Optional[int], dtype: Any, op: str) -> tuple[Tensor, tuple[int, ...]]:
@@ -471,6 +475,7 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
         >>> F.glu(fg.tensor([[2.0, 4.0, 0.0, 0.0]])).tolist()
         [[1.0, 2.0]]
     """
+    refuse_complex("glu", input)
     check_float(input, "glu")
     if input.ndim == 0:
         raise OpError("glu: does not support 0-d tensors because the halving dimension must be even.")

@@ -36,6 +36,7 @@ from fgraph.errors import OpError
 from fgraph.nn.functional._utils import check_float, dim_index, no_inplace
 from fgraph.nn.functional.activation import SOFTMAX, leaky_relu
 from fgraph.ops._declare import apply_unary
+from fgraph.ops._real_only import refuse_complex
 from fgraph.ops.elementwise import add, eq, le, log, lt, mul, neg, sub, to_dtype, where
 from fgraph.ops.elementwise_math import log1p
 from fgraph.ops.random_ops import rand
@@ -166,6 +167,7 @@ def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace
         >>> abs(y.mean().item()) < 0.05, abs(y.std().item() - 1) < 0.05
         (True, True)
     """
+    refuse_complex("alpha_dropout", input)
     return _alpha_dropout(input, p, training, inplace, key, generator, "alpha_dropout", False)
 
 
@@ -180,6 +182,7 @@ def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
         >>> all(len(set(row)) == 1 for row in y.reshape(6, 4).tolist())
         True
     """
+    refuse_complex("feature_alpha_dropout", input)
     return _alpha_dropout(input, p, training, inplace, key, generator, "feature_alpha_dropout", True)
 
 

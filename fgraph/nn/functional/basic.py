@@ -40,6 +40,7 @@ from fgraph.nn.functional._utils import (
     no_inplace,
 )
 from fgraph.ops._declare import apply_op, declare
+from fgraph.ops._real_only import refuse_complex
 from fgraph.ops.elementwise import clamp, mul, relu
 from fgraph.ops.linalg_norms import vector_norm_of
 from fgraph.ops.einsum import einsum
@@ -161,6 +162,7 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
         >>> F.cosine_similarity(fg.tensor([[1.0, 0.0]]), fg.tensor([[1.0, 1.0]])).tolist()
         [0.7071067690849304]
     """
+    refuse_complex("cosine_similarity", x1, x2)
     check_float(x1, "cosine_similarity", "x1")
     check_float(x2, "cosine_similarity", "x2")
     shape = broadcast_shape("cosine_similarity", x1, x2)
@@ -219,6 +221,7 @@ def dropout(
         >>> F.dropout(fg.ones(3), 0.5, training=False).tolist()
         [1.0, 1.0, 1.0]
     """
+    refuse_complex("dropout", input)
     _check_p(p, "dropout")
     no_inplace("dropout", inplace)
     check_float(input, "dropout")
@@ -284,6 +287,7 @@ def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
         >>> all(len(set(row)) == 1 for row in y.reshape(16, 3).tolist())
         True
     """
+    refuse_complex("dropout1d", input)
     _check_p(p, "dropout1d")
     if isinstance(input, Tensor) and input.ndim not in (2, 3):
         raise OpError(
@@ -307,6 +311,7 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
         >>> sorted({v for c in y[0].reshape(6, 4).tolist() for v in set(c)})
         [0.0, 2.0]
     """
+    refuse_complex("dropout2d", input)
     return _warned_feature_dropout(input, p, training, inplace, key, generator, "dropout2d", 2)
 
 
@@ -320,6 +325,7 @@ def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
         >>> F.dropout3d(fg.ones(2, 3, 2, 2, 2), 0.5, training=False).shape
         (2, 3, 2, 2, 2)
     """
+    refuse_complex("dropout3d", input)
     return _warned_feature_dropout(input, p, training, inplace, key, generator, "dropout3d", 3)
 
 

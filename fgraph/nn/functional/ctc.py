@@ -136,7 +136,8 @@ def _ctc_hvp_rule(ctx, g):
 
 
 _PARAMS = ("blank", "zero_infinity")
-_CTC = declare("ctc_loss", _ctc_forward, _ctc_rule, params=_PARAMS, save_inputs=True, node_name="CtcLossBackward0")
+_CTC = declare("ctc_loss", _ctc_forward, _ctc_rule, params=_PARAMS, save_inputs=True, node_name="CtcLossBackward0",
+               real_only=True)
 # Internal (not registered): the gradient and Hessian-vector product of the per-sample NLLs.
 _CTC_GRAD = OpDef("ctc_loss_backward", _ctc_grad_forward, _ctc_grad_rule, params=_PARAMS, save_inputs=True,
                   node_name="CtcLossBackwardBackward0")

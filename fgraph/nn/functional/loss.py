@@ -50,6 +50,7 @@ from fgraph.nn.functional._utils import (
 from fgraph.nn.functional.activation import log_softmax, logsigmoid
 from fgraph.nn.functional.basic import pairwise_distance
 from fgraph.ops._declare import apply_op, declare
+from fgraph.ops._real_only import refuse_complex
 from fgraph.ops.elementwise import (
     abs as _abs,
     clamp,
@@ -101,6 +102,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None,
         >>> F.mse_loss(fg.tensor([1.0, 2.0]), fg.tensor([0.0, 0.0]), reduction="sum").item()
         5.0
     """
+    refuse_complex("mse_loss", input, target)
     _pair("mse_loss", input, target)
     reduction = legacy_reduction(size_average, reduce, reduction)
     d = input - target
@@ -132,6 +134,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Optional[bool] =
         >>> F.smooth_l1_loss(fg.tensor([0.5, 3.0]), fg.tensor([0.0, 0.0]), reduction="none").tolist()
         [0.125, 2.5]
     """
+    refuse_complex("smooth_l1_loss", input, target)
     _pair("smooth_l1_loss", input, target)
     reduction = legacy_reduction(size_average, reduce, reduction)
     if beta < 0:
@@ -152,6 +155,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
         >>> F.huber_loss(fg.tensor([0.5, 3.0]), fg.tensor([0.0, 0.0]), reduction="none", delta=2.0).tolist()
         [0.125, 4.0]
     """
+    refuse_complex("huber_loss", input, target)
     _pair("huber_loss", input, target)
     if delta <= 0:
         raise OpError(f"huber_loss: delta must be positive, got {delta}.")
@@ -335,7 +339,7 @@ def _bce_rule(ctx, g):
     return gx, gt
 
 
-_BCE = declare("binary_cross_entropy", _bce_forward, _bce_rule, save_inputs=True)
+_BCE = declare("binary_cross_entropy", _bce_forward, _bce_rule, save_inputs=True, real_only=True)
 
 
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None,
@@ -425,6 +429,7 @@ def kl_div(input: Tensor, target: Tensor, size_average: Optional[bool] = None, r
         >>> F.kl_div(fg.tensor([[-1.0, -1.0]]), fg.tensor([[0.0, 0.0]]), log_target=True, reduction="batchmean").item()
         2.0
     """
+    refuse_complex("kl_div", input, target)
     op = "kl_div"
     _pair(op, input, target)
     if size_average is not None or reduce is not None:

@@ -21,6 +21,7 @@ from typing import Optional, Sequence, Union
 from fgraph.errors import OpError
 from fgraph.nn.functional._utils import check_float, check_tensor
 from fgraph.nn.functional.pooling import avg_pool2d
+from fgraph.ops._real_only import refuse_complex
 from fgraph.ops.elementwise import add, div, mul, pow, sub
 from fgraph.ops.elementwise_math import rsqrt
 from fgraph.ops.reduction import mean, var
@@ -88,6 +89,7 @@ def layer_norm(input: Tensor, normalized_shape: Union[int, Sequence[int]], weigh
     >>> F.layer_norm(fg.tensor([[2.0, 2.0]]), [2]).tolist()
     [[0.0, 0.0]]
     """
+    refuse_complex("layer_norm", input)
     check_float(input, "layer_norm")
     ns = _norm_shape(normalized_shape)
     _check_trailing(input, ns, "layer_norm")
@@ -132,6 +134,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Optional[Tensor] = None, 
     >>> [round(v, 4) for v in F.group_norm(fg.tensor([[[1.0], [3.0]]]), 1).reshape(-1).tolist()]
     [-1.0, 1.0]
     """
+    refuse_complex("group_norm", input)
     check_float(input, "group_norm")
     if input.ndim < 2:
         raise OpError(f"group_norm: expected an input of shape (N, C, *), got {tuple(input.shape)}.")
@@ -166,6 +169,7 @@ def instance_norm(input: Tensor, running_mean: Optional[Tensor] = None, running_
     >>> F.instance_norm(fg.tensor([[[1.0, 1.0]]])).tolist()
     [[[0.0, 0.0]]]
     """
+    refuse_complex("instance_norm", input)
     check_float(input, "instance_norm")
     if input.ndim < 3:
         raise OpError(
@@ -197,6 +201,7 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
     >>> [round(v, 4) for v in F.batch_norm(fg.tensor([[1.0], [3.0]]), None, None, training=True).reshape(-1).tolist()]
     [-1.0, 1.0]
     """
+    refuse_complex("batch_norm", input)
     check_float(input, "batch_norm")
     if input.ndim < 2:
         raise OpError(f"batch_norm: expected an input of shape (N, C, *), got {tuple(input.shape)}.")
@@ -231,6 +236,7 @@ def batch_norm_running_stats(input: Tensor, running_mean: Tensor, running_var: T
     >>> m.tolist(), v.tolist()
     ([1.0], [1.5])
     """
+    refuse_complex("batch_norm_running_stats", input)
     check_float(input, "batch_norm_running_stats")
     dims = (0,) + tuple(range(2, input.ndim))
     bm = mean(input, dim=dims)
@@ -248,6 +254,7 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
     >>> F.local_response_norm(fg.tensor([[[2.0], [0.0]]]), 2, alpha=1.0, beta=1.0, k=0.0).tolist()
     [[[1.0], [0.0]]]
     """
+    refuse_complex("local_response_norm", input)
     op = "local_response_norm"
     check_float(input, op)
     if input.ndim < 3:

@@ -30,6 +30,7 @@ from fgraph.nn.functional._conv_primitive import conv_general
 from fgraph.nn.functional._pool_primitives import take_last, window_argmax
 from fgraph.nn.functional._utils import IntOrTuple, check_float, int_tuple
 from fgraph.nn.functional.sampling import _resample_dim
+from fgraph.ops._real_only import refuse_complex
 from fgraph.ops.elementwise import abs as _abs, mul, pow, relu, sign
 from fgraph.ops.linalg import matmul
 from fgraph.ops.shape import reshape, squeeze, unsqueeze
@@ -233,6 +234,7 @@ def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False
 
 
 def _avg_pool(op, n, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    refuse_complex(op, input)
     x, unbatched = _batched(op, input, n)
     k, s, p, _ = _pool_args(op, n, kernel_size, stride, padding, 1)
     spatial = tuple(x.shape[2:])
@@ -302,6 +304,7 @@ def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
     >>> F.adaptive_avg_pool1d(fg.tensor([[[1.0, 3.0, 2.0]]]), 2).tolist()
     [[[2.0, 2.5]]]
     """
+    refuse_complex("adaptive_avg_pool1d", input)
     check_float(input, "adaptive_avg_pool1d")
     (o,) = _adaptive_sizes("adaptive_avg_pool1d", 1, input, output_size)
     a = tensor(_avg_matrix(input.shape[-1], o).T, dtype=input.dtype)
@@ -315,6 +318,7 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     >>> F.adaptive_avg_pool2d(fg.tensor([[[[1.0, 2.0], [4.0, 3.0]]]]), 1).tolist()
     [[[[2.5]]]]
     """
+    refuse_complex("adaptive_avg_pool2d", input)
     check_float(input, "adaptive_avg_pool2d")
     oh, ow = _adaptive_sizes("adaptive_avg_pool2d", 2, input, output_size)
     ah = tensor(_avg_matrix(input.shape[-2], oh), dtype=input.dtype)
@@ -365,6 +369,7 @@ def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
     >>> F.adaptive_avg_pool3d(fg.arange(8.0).reshape(1, 1, 2, 2, 2), (1, 1, 2)).tolist()
     [[[[[3.0, 4.0]]]]]
     """
+    refuse_complex("adaptive_avg_pool3d", input)
     check_float(input, "adaptive_avg_pool3d")
     sizes = _adaptive_sizes("adaptive_avg_pool3d", 3, input, output_size)
     out = input

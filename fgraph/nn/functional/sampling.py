@@ -28,6 +28,7 @@ import numpy as np
 
 from fgraph.errors import OpError
 from fgraph.nn.functional._utils import check_float
+from fgraph.ops._real_only import refuse_complex
 from fgraph.ops.linalg import matmul
 from fgraph.ops.shape import reshape
 from fgraph.tensor import Tensor, tensor
@@ -164,6 +165,7 @@ def interpolate(input: Tensor, size: Optional[Union[int, Sequence[int]]] = None,
     >>> F.interpolate(fg.tensor([[[0.0, 1.0]]]), size=3, mode="linear", align_corners=True).tolist()
     [[[0.0, 0.5, 1.0]]]
     """
+    refuse_complex("interpolate", input)
     op = "interpolate"
     check_float(input, op)
     if mode not in _MODES:

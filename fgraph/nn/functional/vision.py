@@ -35,6 +35,7 @@ from fgraph.nn.functional._pool_primitives import take_last
 from fgraph.nn.functional._utils import IntOrTuple, check_float, check_tensor, int_tuple
 from fgraph.nn.functional.conv import conv_transpose2d
 from fgraph.ops._declare import apply_op, declare
+from fgraph.ops._real_only import refuse_complex
 from fgraph.ops.elementwise import abs as _abs, add, clamp, eq, mul, sub, where
 from fgraph.ops.elementwise_math import fmod, remainder
 from fgraph.ops.linalg import matmul
@@ -229,6 +230,7 @@ def affine_grid(theta: Tensor, size: Sequence[int], align_corners: Optional[bool
     >>> F.affine_grid(theta, (1, 1, 1, 2), align_corners=True).tolist()
     [[[[-1.0, 0.0], [1.0, 0.0]]]]
     """
+    refuse_complex("affine_grid", theta)
     op = "affine_grid"
     check_float(theta, op, "theta")
     size = tuple(size)
