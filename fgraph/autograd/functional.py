@@ -29,7 +29,7 @@ Example:
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 import jax
 import jax.numpy as jnp
@@ -288,6 +288,22 @@ def jvp(func: Callable[..., Tensors], inputs: Tensors, v: Optional[Tensors] = No
 
 
 # -- jacobian -----------------------------------------------------------------------------------------
+def first_complex(values: Sequence[Tensor]) -> Optional[int]:
+    """The position of the first complex tensor in ``values``, or ``None``."""
+    return next((i for i, t in enumerate(values) if t.dtype.kind == "c"), None)
+
+
+def _check_real(values: tuple, fname: str, what: str) -> None:
+    """Complex outputs of a Jacobian (inputs of a Hessian) need a convention PyTorch does not pick: refused."""
+    i = first_complex(values)
+    if i is not None:
+        t = values[i]
+        raise GradError(
+            f"{fname}: {what} {i} is complex ({t.dtype}, shape {t.shape}); a {fname} of complex {what}s is not "
+            "defined (PyTorch refuses it too). Take it of fg.view_as_real(...) (the real and imaginary parts as "
+            "real numbers) instead.")
+
+
 def _standard_basis(outputs: tuple) -> tuple[tuple, tuple[int, ...]]:
     """The identity of size ``N = sum(numels)`` split by columns into one seed per output.
 
@@ -410,6 +426,7 @@ def jacobian(func: Callable[..., Tensors], inputs: Tensors, create_graph: bool =
         inputs_t = _grad_preprocess(inputs_t, create_graph=create_graph, need_graph=True)
         outputs = func(*inputs_t)
         is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", "jacobian")
+        _check_real(outputs, "jacobian", "output")
         _check_requires_grad(outputs, "outputs", strict)
         if vectorize and strict:
             raise GradError("jacobian: `strict=True` and `vectorize=True` are not supported together. "
@@ -437,6 +454,7 @@ def hessian(func: Callable[..., Tensor], inputs: Tensors, create_graph: bool = F
         [[6.0, 0.0], [0.0, 12.0]]
     """
     is_inputs_tuple, inputs_t = _as_tuple(inputs, "inputs", "hessian")
+    _check_real(inputs_t, "hessian", "input")
     if outer_jacobian_strategy not in _STRATEGIES:
         raise ValueError(f"hessian: outer_jacobian_strategy must be one of {_STRATEGIES}, "
                          f"got {outer_jacobian_strategy!r}.")

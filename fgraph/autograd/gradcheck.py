@@ -13,9 +13,15 @@ input ``i`` that requires grad, two Jacobians of shape
 They must satisfy ``|analytical - numerical| <= atol + rtol * |numerical|``
 entry-wise. A mismatch raises :class:`GradcheckError`, whose message names the
 output and input, the worst entry, its numerical and analytical values and the
-largest absolute difference. Inputs that require grad must be float64:
-finite differences in lower precision are too noisy to tell a wrong gradient
-from rounding (JAX's 64-bit mode must be on).
+largest absolute difference. Inputs that require grad must be float64 or
+complex128: finite differences in lower precision are too noisy to tell a wrong
+gradient from rounding (JAX's 64-bit mode must be on).
+
+Complex inputs and outputs are checked through their real and imaginary parts as
+real numbers (``view_as_real``): the Jacobians compared are those of the real map,
+which do not depend on a convention, while the analytical one comes through
+fgraph's complex gradients (PyTorch's convention), so a rule that conjugates where
+it should not fails the check.
 
 ``gradgradcheck`` runs ``gradcheck`` on the function
 ``(inputs, grad_outputs) -> fg.grad(func(*inputs), inputs, grad_outputs, create_graph=True)``,
@@ -45,6 +51,7 @@ from fgraph.tensor import Tensor, _wrap
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
 
 _FLOAT64 = np.dtype("float64")
+_COMPLEX128 = np.dtype("complex128")
 _MAX_PRINTED_ENTRIES = 400
 #: Relative difference between two backward passes put down to reassociation, not nondeterminism.
 _REASSOCIATION_RTOL = 1e-12
@@ -148,16 +155,15 @@ def gradgradcheck(
         with enable_grad():
             outs = [o for o in _call(func, tupled) if o.requires_grad]
         rng = np.random.default_rng(0)
-        tupled_go: tuple = tuple(
-            _leaf(rng.uniform(-1.0, 1.0, size=o.shape), _FLOAT64, True) for o in outs
-        )
+        tupled_go: tuple = tuple(_leaf(_uniform(rng, o), o.dtype if o.dtype.kind == "c" else _FLOAT64, True)
+                                 for o in outs)
     else:
         tupled_go = _as_tuple(grad_outputs)
         for k, g in enumerate(tupled_go):
-            if isinstance(g, Tensor) and g.requires_grad and g.dtype != _FLOAT64:
+            if isinstance(g, Tensor) and g.requires_grad and g.dtype not in (_FLOAT64, _COMPLEX128):
                 raise TypeError(
                     f"gradgradcheck: grad_outputs[{k}] requires grad and has dtype {g.dtype}; it must be float64 "
-                    "(or not require grad)."
+                    "or complex128 (or not require grad)."
                 )
     n_out = len(tupled_go)
     if n_out == 0:
@@ -212,15 +218,17 @@ def _as_tuple(x: Any) -> tuple:
 
 
 def _differentiable_inputs(tupled: tuple, fn: str) -> list[int]:
-    """Indices of the inputs that require grad; each must be float64."""
+    """Indices of the inputs that require grad; each must be float64 or complex128."""
     diff = []
     for i, x in enumerate(tupled):
         if isinstance(x, Tensor) and x.requires_grad:
-            if x.dtype != _FLOAT64:
+            if x.dtype not in (_FLOAT64, _COMPLEX128):
+                wider = "complex128" if x.dtype.kind == "c" else "double()"
                 raise TypeError(
                     f"{fn}: input {i} requires grad and has dtype {x.dtype}, but gradient checks need float64 "
-                    "inputs: finite differences in lower precision cannot tell a wrong gradient from rounding "
-                    "error. Pass x.detach().double().requires_grad_() (with jax_enable_x64 on)."
+                    "(or complex128) inputs: finite differences in lower precision cannot tell a wrong gradient "
+                    f"from rounding error. Pass x.detach().{'to(fg.complex128)' if wider == 'complex128' else wider}"
+                    ".requires_grad_() (with jax_enable_x64 on)."
                 )
             diff.append(i)
     if not diff:
@@ -242,6 +250,12 @@ def _leaf(values: np.ndarray, dtype: Any, requires_grad: bool) -> Tensor:
     return t.requires_grad_() if requires_grad else t
 
 
+def _uniform(rng: np.random.Generator, like: Tensor) -> np.ndarray:
+    """Values in ``[-1, 1)`` shaped like ``like`` (both parts, for a complex ``like``)."""
+    values = rng.uniform(-1.0, 1.0, size=like.shape)
+    return values + 1j * rng.uniform(-1.0, 1.0, size=like.shape) if like.dtype.kind == "c" else values
+
+
 def _ensure_requires_grad(x: Any) -> Any:
     return x if not isinstance(x, Tensor) or x.requires_grad else x.detach().requires_grad_()
 
@@ -254,6 +268,7 @@ def _is_float(t: Tensor) -> bool:
 def _run_checks(func: Callable[..., Any], tupled: tuple, diff_idx: list[int], *, eps: float, atol: float,
                 rtol: float, nondet_tol: float, check_undefined_grad: bool, fast_mode: bool,
                 labels: _Labels) -> None:
+    func, tupled = _real_view(func, tupled, diff_idx)
     with enable_grad():
         outputs = _call(func, tupled)
         diff_out = [o for o, t in enumerate(outputs) if t.requires_grad]
@@ -266,6 +281,35 @@ def _run_checks(func: Callable[..., Any], tupled: tuple, diff_idx: list[int], *,
             _slow_check(func, tupled, outputs, diff_idx, diff_out, eps, atol, rtol, nondet_tol, labels)
         if check_undefined_grad:
             _check_zero_grad_outputs(outputs, tupled, diff_idx, diff_out, labels)
+
+
+def _real_view(func: Callable[..., Any], tupled: tuple, diff_idx: list[int]) -> tuple[Callable[..., Any], tuple]:
+    """``func`` and ``tupled`` with complex inputs that require grad passed as ``view_as_real`` leaves (float64,
+    a last dimension of 2) and complex outputs returned so too (see the module docstring)."""
+    complex_in = tuple(i for i in diff_idx if tupled[i].dtype.kind == "c")
+    with enable_grad():
+        complex_out = any(t.dtype.kind == "c" for t in _call(func, tupled))
+    if not complex_in and not complex_out:
+        return func, tupled
+    from fgraph.ops.complex_more import view_as_real
+
+    real = tuple(view_as_real(x).detach().requires_grad_() if i in complex_in else x for i, x in enumerate(tupled))
+    return _RealView(func, complex_in), real
+
+
+class _RealView:
+    """``func`` on ``view_as_real`` leaves for the inputs ``complex_in``, with complex outputs as real views."""
+
+    __slots__ = ("func", "complex_in")
+
+    def __init__(self, func: Callable[..., Any], complex_in: tuple) -> None:
+        self.func, self.complex_in = func, complex_in
+
+    def __call__(self, *args: Any) -> tuple:
+        from fgraph.ops.complex_more import view_as_complex, view_as_real
+
+        args = tuple(view_as_complex(a) if i in self.complex_in else a for i, a in enumerate(args))
+        return tuple(view_as_real(o) if o.dtype.kind == "c" else o for o in _call(self.func, args))
 
 
 def _evaluate(func: Callable[..., Any], tupled: tuple, i: int, values: np.ndarray, outputs: tuple,

@@ -29,6 +29,7 @@ from fgraph.autograd.engine import Gradients
 from fgraph.compile._errors import translating_tracer_errors
 from fgraph.compile._explain import describe_retrace, signature
 from fgraph.compile._state import StateTable, capture, distinct, is_stateful, value_kinds
+from fgraph.func._tree import flatten, key_orders, unflatten, with_key_orders
 from fgraph.tensor import Tensor, _init_leaf, _new_object, _wrap
 
 __all__ = ["CompiledFunction"]
@@ -120,7 +121,7 @@ class CompiledFunction:
 
     # -- a call -----------------------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        leaves, treedef = jax.tree_util.tree_flatten((args, kwargs), is_leaf=_is_leaf)
+        leaves, treedef = flatten((args, kwargs), is_leaf=_is_leaf)
         call = self._reuse(leaves, treedef)
         if call is None:
             call = self._prepare(args, kwargs, leaves, treedef)
@@ -132,9 +133,10 @@ class CompiledFunction:
         finally:
             self._pending = None
         table = spec.table
-        final = table.write_back(placement.value, new_state)
-        result = _import(outputs, table, leaves)
-        table.settle(placement.value, final)
+        plan, out_orders = placement.value
+        final = table.write_back(plan, new_state)
+        result = with_key_orders(_import(outputs, table, leaves), out_orders, _is_output_leaf)
+        table.settle(plan, final)
         return result
 
     def _prepare(self, args: tuple, kwargs: dict, leaves: list, treedef: Any) -> tuple:
@@ -208,7 +210,7 @@ class CompiledFunction:
         table.install(state, spec.which)
         try:
             leaves, made = _rebuild_leaves(spec, arg_values, table)
-            args, kwargs = jax.tree_util.tree_unflatten(spec.treedef, leaves)
+            args, kwargs = unflatten(spec.treedef, leaves)
             schedulers = _schedulers(list(leaves) + self._closure_values)
             epochs = [s.last_epoch for s in schedulers]
             with translating_tracer_errors(self._name):
@@ -216,11 +218,12 @@ class CompiledFunction:
             _check_schedulers(schedulers, epochs)
             plan, new_state = table.read()
             outputs = _export(result, table, made)
+            out_orders = key_orders(result, _is_output_leaf)  # JAX rebuilds the result's dicts sorted
         finally:
             table.restore()
         if self.out_shardings is not None:
             outputs = jax.tree.map(_constrain, self.out_shardings, outputs, is_leaf=_is_sharding)
-        return new_state, _Static(plan), outputs
+        return new_state, _Static((plan, out_orders)), outputs
 
     def _note_trace(self, spec: _Spec) -> None:
         self.traces += 1
@@ -312,7 +315,11 @@ def _export(result: Any, table: StateTable, made: dict) -> Any:
                             "and generators are updated in place, return tensors (or nothing).")
         return value
 
-    return jax.tree.map(convert, result, is_leaf=lambda v: isinstance(v, (Tensor, Gradients)) or is_stateful(v))
+    return jax.tree.map(convert, result, is_leaf=_is_output_leaf)
+
+
+def _is_output_leaf(value: Any) -> bool:
+    return isinstance(value, (Tensor, Gradients)) or is_stateful(value)
 
 
 def _import(outputs: Any, table: StateTable, leaves: list) -> Any:

@@ -28,7 +28,7 @@ Example:
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Union
+from typing import Any, Callable, Sequence, Union
 
 import jax.numpy as jnp
 
@@ -36,7 +36,7 @@ from fgraph._dtypes import is_differentiable_dtype
 from fgraph.autograd import functional as _functional
 from fgraph.autograd.engine import grad as _engine_grad
 from fgraph.autograd.grad_mode import enable_grad, is_grad_enabled
-from fgraph.func._tree import detach_tree, tensor_leaves, unflatten
+from fgraph.func._tree import detach_tree, same_structure, tensor_leaves, unflatten
 from fgraph.tensor import Tensor, _wrap
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian"]
@@ -234,7 +234,7 @@ class _VjpFn:
 
     def __call__(self, cotangents: Any) -> tuple:
         ct_leaves, ct_def = tensor_leaves(cotangents)
-        if ct_def != self._out_def:
+        if not same_structure(ct_def, self._out_def):
             raise ValueError(f"vjp_fn: Expected cotangents with the structure of the output ({self._out_def}), "
                              f"got {ct_def}.")
         for i, (c, o) in enumerate(zip(ct_leaves, self._outputs)):
@@ -242,7 +242,8 @@ class _VjpFn:
                 got = c.shape if isinstance(c, Tensor) else type(c).__name__
                 raise ValueError(f"vjp_fn: cotangent {i} must be a Tensor of shape {o.shape} (the output's), "
                                  f"got {got}.")
-        create = self._connected or (is_grad_enabled() and any(c.requires_grad for c in ct_leaves))
+        # Under fg.no_grad() the results are graph-free, as torch.func's (whatever the primals were).
+        create = is_grad_enabled() and (self._connected or any(c.requires_grad for c in ct_leaves))
         with enable_grad():
             flat = _grad_of_leaves(tuple(self._outputs), self._prep.leaves, tuple(ct_leaves), create)
         if not create:
@@ -303,6 +304,8 @@ class _FlatFunction:
         _check_outputs(out_leaves, self.fname, "f(*args)")
         if not out_leaves:
             raise ValueError(f"{self.fname}: f(*args) returned no Tensors.")
+        if self.fname in _REAL_JACOBIANS:
+            _check_real(out_leaves, self.fname, "outputs")
         return tuple(out_leaves)
 
 
@@ -325,7 +328,7 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False, ha
                         f"{type(primals).__name__} and {type(tangents).__name__}. E.g. jvp(f, (x,), (t,)).")
     p_leaves, p_def = tensor_leaves(primals)
     t_leaves, t_def = tensor_leaves(tangents)
-    if p_def != t_def:
+    if not same_structure(p_def, t_def):
         raise ValueError(f"jvp(f, primals, tangents): Expected primals and tangents to have the same structure, "
                          f"got {p_def} and {t_def}.")
     for i, (p, t) in enumerate(zip(p_leaves, t_leaves)):
@@ -347,10 +350,25 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False, ha
 
 
 # -- Jacobians and Hessians -----------------------------------------------------------------------------
+#: The transforms that, as torch.func's, take real inputs and outputs only: a Jacobian of complex numbers needs a
+#: convention (holomorphic or not) that PyTorch does not pick, so it refuses them rather than drop a part.
+_REAL_JACOBIANS = ("jacrev", "jacfwd")
+
+
+def _check_real(leaves: Sequence[Tensor], fname: str, what: str) -> None:
+    i = _functional.first_complex(leaves)
+    if i is not None:
+        raise RuntimeError(
+            f"{fname}: Expected all {what} to be real but received complex tensor at flattened {what[:-1]} idx: {i}. "
+            "Work with fg.view_as_real(...) of it (its real and imaginary parts) instead; fg.func.grad and vjp take "
+            "complex inputs (PyTorch's convention: dL/dx + i dL/dy).")
+
+
 def _jacobian_impl(func: Callable, argnums: Argnums, has_aux: bool, fname: str, args: tuple, kwargs: dict) -> Any:
     nums = _normalize_argnums(argnums, len(args), f"{fname}(f)(*args)")
     connected = _connected(args, kwargs)
     prep = _Prepared(args, nums, False, fname)
+    _check_real(prep.leaves, fname, "inputs")
     flat_fn = _FlatFunction(func, args, kwargs, prep, nums, has_aux, fname)
     originals = []
     for a in nums:

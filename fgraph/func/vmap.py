@@ -44,7 +44,7 @@ from fgraph._dtypes import is_differentiable_dtype
 from fgraph.autograd.function import Function
 from fgraph.autograd.grad_mode import enable_grad, is_grad_enabled
 from fgraph.func._recorded import BatchRecorder, ValuesNeeded
-from fgraph.func._tree import tensor_leaves, unflatten
+from fgraph.func._tree import flatten, key_orders, tensor_leaves, tree_map, unflatten, with_key_orders
 from fgraph.lazy._state import LAZY
 from fgraph.lazy._recorder import array_type
 from fgraph.tensor import Tensor, _wrap
@@ -139,11 +139,12 @@ class _Plan:
 class _Runner:
     """The pure function handed to ``jax.vmap``: batched arrays (and keys) in, a pytree of arrays out."""
 
-    __slots__ = ("func", "plan", "kwargs", "randomness", "finished")
+    __slots__ = ("func", "plan", "kwargs", "randomness", "finished", "orders")
 
     def __init__(self, func: Callable, plan: _Plan, kwargs: dict, randomness: str) -> None:
         self.func, self.plan, self.kwargs, self.randomness = func, plan, kwargs, randomness
         self.finished = False
+        self.orders: Optional[tuple] = None  # the key orders of func's output
 
     def __call__(self, arrays: list, key: Any) -> Any:
         leaves = [_detached(x) for x in self.plan.leaves]
@@ -165,6 +166,7 @@ class _Runner:
             generator.set_state(before)
         if self.randomness == "error" and drew:
             raise RuntimeError(_RANDOM_ERROR)
+        self.orders = key_orders(out, _is_tensor_leaf)  # jax.vmap rebuilds dicts sorted: see _vmap_once
         out = jax.tree_util.tree_map(_to_array, out, is_leaf=_is_tensor_leaf)
         self.finished = True
         return out
@@ -201,7 +203,7 @@ def _run_vmapped(func: Callable, plan: _Plan, kwargs: dict, out_dims: Any, rando
         chunk_keys = keys[start:stop] if key_axis == 0 else keys
         results.append(_vmap_once(func, plan, kwargs, out_dims, randomness, chunk, axes, chunk_keys, key_axis))
     first = results[0]
-    leaves0, treedef = jax.tree_util.tree_flatten(first)
+    leaves0, treedef = flatten(first)
     flat_dims = _dims_per_leaf(out_dims, first, "out_dims")
     per_chunk = [jax.tree_util.tree_leaves(r) for r in results]
     joined = []
@@ -210,7 +212,7 @@ def _run_vmapped(func: Callable, plan: _Plan, kwargs: dict, out_dims: Any, rando
             joined.append(leaves0[j])
         else:
             joined.append(jnp.concatenate([leaves[j] for leaves in per_chunk], axis=d % leaves0[j].ndim))
-    return jax.tree_util.tree_unflatten(treedef, joined)
+    return unflatten(treedef, joined)
 
 
 def _vmap_once(func: Callable, plan: _Plan, kwargs: dict, out_dims: Any, randomness: str, arrays: list,
@@ -218,7 +220,7 @@ def _vmap_once(func: Callable, plan: _Plan, kwargs: dict, out_dims: Any, randomn
     runner = _Runner(func, plan, kwargs, randomness)
     mapped = jax.vmap(runner, in_axes=(axes, key_axis), out_axes=out_dims)
     try:
-        return mapped(arrays, keys)
+        return with_key_orders(mapped(arrays, keys), runner.orders)
     except (ValueError, TypeError) as e:
         if not runner.finished:
             raise
@@ -259,14 +261,14 @@ def _run_recorded(func: Callable, plan: _Plan, kwargs: dict, out_dims: Any) -> A
         generator.set_state(before)
     if drew:
         raise RuntimeError(_RANDOM_ERROR)
-    out_leaves, treedef = jax.tree_util.tree_flatten(out, is_leaf=_is_tensor_leaf)
+    out_leaves, treedef = flatten(out, is_leaf=_is_tensor_leaf)
     arrays = [_to_array(x) for x in out_leaves]
     dims = _dims_per_leaf(out_dims, out, "out_dims")
     try:
         batched = rec.run(arrays, dims)
     except (ValueError, TypeError) as e:
         raise _out_dims_error(out_dims, e) from None
-    return jax.tree_util.tree_unflatten(treedef, batched)
+    return unflatten(treedef, batched)
 
 
 def _jax_reason(e: Exception) -> str:
@@ -290,7 +292,7 @@ class Vmap(Function):
         ctx.save_for_backward(*tensors)
         out = _run_vmapped(spec.func, spec.plan, spec.kwargs, spec.out_dims, spec.randomness, spec.chunk_size,
                            spec.keys)
-        leaves, spec.out_def = jax.tree_util.tree_flatten(out)
+        leaves, spec.out_def = flatten(out)
         spec.out_dims_flat = _dims_per_leaf(spec.out_dims, out, "out_dims")
         return tuple(_wrap(a) for a in leaves)
 
@@ -411,17 +413,17 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
         recording = is_grad_enabled() and any(isinstance(t, Tensor) and t.requires_grad for t in plan.leaves)
         if not recording and records[0] and _recordable(plan, randomness, chunk_size):
             try:
-                return jax.tree_util.tree_map(_wrap, _run_recorded(func, plan, kwargs, out_dims))
+                return tree_map(_wrap, _run_recorded(func, plan, kwargs, out_dims))
             except ValuesNeeded:
                 records[0] = False
         keys = _draw_keys(randomness, plan.size)
         if not recording:
             out = _run_vmapped(func, plan, kwargs, out_dims, randomness, chunk_size, keys)
-            return jax.tree_util.tree_map(_wrap, out)
+            return tree_map(_wrap, out)
         spec = _Spec(func, plan, kwargs, out_dims, randomness, chunk_size, keys)
         tensors = tuple(plan.leaves[i] for i in spec.tensor_pos)
         outs = Vmap.apply(spec, *tensors)
         outs = outs if isinstance(outs, tuple) else (outs,)
-        return jax.tree_util.tree_unflatten(spec.out_def, list(outs))
+        return unflatten(spec.out_def, outs)
 
     return wrapped
