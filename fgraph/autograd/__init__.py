@@ -9,6 +9,7 @@ from fgraph.autograd.anomaly import (
 )
 from fgraph.autograd.engine import Gradients, backward, grad, queue_callback
 from fgraph.autograd.function import Function, once_differentiable
+from fgraph.autograd.gradients import UnusedGradientsWarning
 from fgraph.autograd.checkpoint import checkpoint
 from fgraph.autograd import functional
 from fgraph.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
@@ -36,6 +37,7 @@ __all__ = [
     "grad",
     "backward",
     "Gradients",
+    "UnusedGradientsWarning",
     "no_grad",
     "enable_grad",
     "set_grad_enabled",

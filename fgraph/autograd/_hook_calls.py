@@ -11,10 +11,18 @@ from fgraph.autograd.graph import Node
 from fgraph.errors import GradError
 from fgraph.tensor import Tensor
 
-__all__ = ["call_tensor_pre_hooks", "call_pre_hooks", "call_post_hooks", "hook_name"]
+__all__ = ["call_tensor_pre_hooks", "call_pre_hooks", "call_post_hooks", "hook_name", "calls"]
+
+_CALLS = [0]  # how many times hooks were called: a backward whose hooks ran was wanted for them
+
+
+def calls() -> int:
+    """A count that grows whenever backward calls hooks (compare two readings)."""
+    return _CALLS[0]
 
 
 def call_tensor_pre_hooks(fn: Node, hooks: dict, grads: list) -> list:
+    _CALLS[0] += 1
     grads = list(grads)
     for output_nr, hook in tuple(hooks.values()):
         g = grads[output_nr]  # None when only a sibling output of a multi-output node got a gradient
@@ -25,6 +33,7 @@ def call_tensor_pre_hooks(fn: Node, hooks: dict, grads: list) -> list:
 
 
 def call_pre_hooks(fn: Node, hooks: dict, grads: list) -> list:
+    _CALLS[0] += 1
     for hook in tuple(hooks.values()):
         new = hook(tuple(grads))
         if new is not None:
@@ -33,6 +42,7 @@ def call_pre_hooks(fn: Node, hooks: dict, grads: list) -> list:
 
 
 def call_post_hooks(fn: Node, hooks: dict, outputs: tuple, grads: list) -> tuple:
+    _CALLS[0] += 1
     for hook in tuple(hooks.values()):
         new = hook(tuple(outputs), tuple(grads))
         if new is not None:

@@ -29,7 +29,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 import jax
 import jax.numpy as jnp
 
-from fgraph.autograd import fused_create_graph, fused_lazy, fusion, segments
+from fgraph.autograd import _hook_calls, fused_create_graph, fused_lazy, fusion, segments
 from fgraph.autograd._record_state import RECORD_EXTRAS
 from fgraph.autograd.anomaly import anomaly_apply
 from fgraph.autograd.grad_mode import _GRAD_ENABLED
@@ -136,6 +136,7 @@ def backward(
     if inputs_t is not None and not inputs_t:
         raise GradError("backward: 'inputs' cannot be empty; pass None to differentiate all leaves.")
     seeds = _make_seeds(tensors_t, grad_tensors, "backward")
+    hook_calls = _hook_calls.calls()
     captured, leaf_grads = _execute(tensors_t, seeds, inputs_t, create_graph, accumulate=True)
     items: dict = {}
     for acc, g in leaf_grads.items():
@@ -146,7 +147,8 @@ def backward(
         for x, g in zip(inputs_t, captured):
             if g is not None and isinstance(x, Tensor) and x.grad_fn is not None:
                 items[id(x)] = (x, g)
-    return Gradients(items)
+    # A pass whose hooks ran may have been wanted for them alone; otherwise unread gradients are a mistake.
+    return Gradients(items, watch=_hook_calls.calls() == hook_calls)
 
 
 def _batched_grad(outputs: tuple, inputs: tuple, grad_outputs: Any, create_graph: bool) -> list:

@@ -128,7 +128,8 @@ class Optimizer:
         raise RuntimeError(
             f"{type(self).__name__}.zero_grad: fgraph has no .grad to zero. Gradients are returned, not "
             "accumulated: grads = loss.backward() gives fresh gradients every step; pass them on with "
-            "opt.step(grads). Delete the zero_grad() call."
+            "opt.step(grads), and add the passes you want summed (grads = g1 + g2, as micro-batches need). "
+            "Delete the zero_grad() call."
         )
 
     # -- the step ----------------------------------------------------------------------------------
