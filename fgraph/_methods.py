@@ -54,6 +54,16 @@ def _pos(self: Tensor) -> Tensor:
     return self
 
 
+def _format(self: Tensor, spec: str) -> str:
+    """``f"{loss:.4f}"``: a 0-d tensor formats its value, as in PyTorch; other tensors take no format spec."""
+    if self.ndim == 0:
+        return format(self.item(), spec)
+    if not spec:
+        return str(self)
+    raise TypeError(f"unsupported format string {spec!r} passed to Tensor.__format__: only a 0-d tensor formats "
+                    f"its value (this one has shape {tuple(self.shape)}); format x.item() or the x.tolist() values.")
+
+
 def _to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """``x.to(dtype)``, ``x.to(device)``, ``x.to(device, dtype)`` or ``x.to(other_tensor)``.
 
@@ -130,6 +140,7 @@ OPERATORS = {
     "__or__": rounding.bitwise_or, "__ror__": _ror,
     "__invert__": rounding.bitwise_not,
     "__getitem__": indexing.getitem,
+    "__format__": _format,
 }
 
 DTYPE_METHODS = {

@@ -360,6 +360,10 @@ def _to_array(data: Any, dtype: Optional[np.dtype], op: str) -> jax.Array:
     if isinstance(data, np.ndarray) or np.isscalar(data):
         host = np.asarray(data)
     elif _is_torch_tensor(data):
+        if data.requires_grad:
+            _warn(f"{op}: the torch.Tensor requires grad, but its torch graph stays behind: the result is a new "
+                  "fgraph leaf. Say which you mean: interop.from_torch(t) (keeps requires_grad) or t.detach().",
+                  UserWarning, stacklevel=3)
         array = _array_from_torch(data)  # keeps torch's dtype (float64, bfloat16...), as for NumPy input
         return array if dtype is None else array.astype(dtype)
     else:
@@ -398,12 +402,9 @@ def _torch_message(op: str, what: str, obj: Any) -> str:
 
 
 def _array_from_torch(t: Any) -> jax.Array:
-    """A JAX copy of a torch.Tensor's values, through DLPack (torch is not imported here).
-
-    The copy makes the result safe against later in-place changes of ``t``. A CPU
-    tensor goes through host memory so the array lands on JAX's default device,
-    like a NumPy array would. With JAX's x64 mode off, 64-bit dtypes become 32-bit.
-    """
+    """A JAX copy of a torch.Tensor's values, through DLPack (torch is not imported here): safe against later
+    in-place changes of ``t``. A CPU tensor lands on JAX's default device, like a NumPy array. With JAX's x64
+    mode off, 64-bit dtypes become 32-bit."""
     t = t.detach().resolve_conj().resolve_neg()
     if not t.is_contiguous():
         t = t.contiguous()  # DLPack export to JAX needs compact strides
