@@ -131,16 +131,30 @@ DOMAINS: dict[str, Callable[[np.random.Generator, tuple], np.ndarray]] = {
 }
 
 
+#: Domains of matrices a small perturbation must keep well conditioned: their imaginary parts are small.
+_MATRIX_DOMAINS = {"wellcond", "spd", "eig", "sv"}
+
+
 def make_values(name: str, arg: Arg, position: int, dtype: Any) -> np.ndarray:
     """The values of input ``position`` of op ``name``'s sample, in ``dtype`` (same for every run).
+
+    For a complex ``dtype`` the real parts come from the domain and the imaginary parts lie in
+    ``+-[0.25, 0.75]``: off the real axis, where the branch cuts of ``log``, ``sqrt``, ``asin``... lie
+    (``+-[0.025, 0.075]`` for the matrix domains, which must stay well conditioned).
 
     Example:
         >>> from interop._samples import Arg, make_values
         >>> make_values("log", Arg((2,), "pos"), 0, "float32").dtype
         dtype('float32')
+        >>> make_values("log", Arg((2,), "pos"), 0, "complex64").dtype
+        dtype('complex64')
     """
     rng = np.random.default_rng(zlib.crc32(f"{name}/{position}".encode()))
-    return np.asarray(DOMAINS[arg.domain](rng, tuple(arg.shape)), dtype=dtype)
+    values = DOMAINS[arg.domain](rng, tuple(arg.shape))
+    if np.dtype(dtype).kind == "c":
+        scale = 0.1 if arg.domain in _MATRIX_DOMAINS else 1.0
+        values = values + 1j * scale * rng.choice([-1.0, 1.0], arg.shape) * rng.uniform(0.25, 0.75, arg.shape)
+    return np.asarray(values, dtype=dtype)
 
 
 # -- parameters read from a public call ------------------------------------------------------------
@@ -206,6 +220,7 @@ def _pad(mode: str, shape: tuple, pads: tuple) -> Sample:
 SAMPLES: dict[str, Sample] = {
     # elementwise, two or three inputs (broadcasting included)
     "add": Sample((Arg((2, 3)), Arg((3,)))),
+    "complex": Sample((Arg((2, 3)), Arg((3,)))),  # real and imaginary parts: a complex result
     "sub": Sample((Arg((2, 3)), Arg((2, 1)))),
     "mul": Sample((Arg((2, 3)), Arg((2, 3)))),
     "div": Sample((Arg((2, 3)), Arg((3,), "pos"))),

@@ -11,6 +11,10 @@ Order ``k > 1`` compares directional derivatives: with a fixed random direction 
 per input, order 2 is the gradient of ``sum_i <g_i, v_i>`` (Hessian-vector products),
 order 3 the gradient of ``sum_i <h_i, v_i>``, and so on.
 
+Complex inputs: fgraph's gradients follow PyTorch's convention (``dL/dx + i dL/dy``),
+``jax.grad``'s is its conjugate, so JAX's side is conjugated before the comparison, and
+``<g, v>`` is the real inner product ``real(sum(g * conj(v)))`` (``sum(g * v)`` for real ``v``).
+
 Example:
     >>> import fgraph as fg
     >>> from interop.check import check_grads
@@ -30,6 +34,7 @@ import numpy as np
 from fgraph.autograd.engine import grad as _fg_grad
 from fgraph.autograd.grad_mode import enable_grad
 from fgraph.errors import TracedValueError
+from fgraph.ops.complex_parts import real
 from fgraph.tensor import Tensor
 
 __all__ = ["check_grads", "GradientMismatch", "GradCheckReport", "GradCheckEntry", "default_tolerances"]
@@ -62,8 +67,8 @@ class GradCheckEntry(NamedTuple):
     max_abs: float  #: largest ``|fgraph - jax|``
     max_rel: float  #: largest ``|fgraph - jax| / |jax|`` over entries with ``|jax| > atol``
     worst_index: tuple  #: index of the entry that uses most of its tolerance
-    fgraph_value: float  #: fgraph's value there
-    jax_value: float  #: JAX's value there
+    fgraph_value: complex  #: fgraph's value there (a float for real inputs)
+    jax_value: complex  #: JAX's value there, in PyTorch's convention (conjugated for complex inputs)
     ratio: float  #: ``|fgraph - jax| / (atol + rtol * |jax|)`` there; above 1 is a mismatch
     passed: bool
     note: str = ""  #: why it failed beyond the numbers (a shape mismatch, NaN on one side)
@@ -189,7 +194,7 @@ def check_grads(fn: Callable[..., Tensor], *args: Any, order: int = 2, modes: Se
     modes = _check_modes(modes)
     call_args, positions, arrays = _split_args(args)
     rng = np.random.default_rng(0)
-    vs = tuple(jnp.asarray(rng.standard_normal(a.shape), a.dtype) for a in arrays)
+    vs = tuple(jnp.asarray(_direction(rng, a), a.dtype) for a in arrays)
     with jax.default_matmul_precision("float32"):
         out_dtype, ours = _fgraph_orders(fn, call_args, positions, arrays, vs, order)
         theirs = _jax_orders(fn, call_args, positions, arrays, vs, order)
@@ -209,6 +214,12 @@ def check_grads(fn: Callable[..., Tensor], *args: Any, order: int = 2, modes: Se
     if not report.passed:
         raise GradientMismatch(report)
     return report
+
+
+def _direction(rng: np.random.Generator, a: Any) -> np.ndarray:
+    """A random direction for input ``a`` (complex for a complex input)."""
+    v = rng.standard_normal(a.shape)
+    return v + 1j * rng.standard_normal(a.shape) if jnp.issubdtype(a.dtype, jnp.complexfloating) else v
 
 
 # -- arguments -------------------------------------------------------------------------------------
@@ -232,10 +243,9 @@ def _check_modes(modes: Any) -> tuple:
 
 
 def _is_float_array(a: Any) -> bool:
-    if isinstance(a, Tensor):
-        return jnp.issubdtype(a.dtype, jnp.floating)
-    if isinstance(a, (np.ndarray, jax.Array, np.generic)):
-        return jnp.issubdtype(a.dtype, jnp.floating)
+    """A floating-point or complex array: an input to differentiate."""
+    if isinstance(a, (Tensor, np.ndarray, jax.Array, np.generic)):
+        return jnp.issubdtype(a.dtype, jnp.inexact)
     return False
 
 
@@ -264,7 +274,8 @@ def _describe(a: Any) -> str:
 
 
 def _least_precise(dtypes: Sequence[Any]) -> np.dtype:
-    floats = [np.dtype(d) for d in dtypes if d is not None and jnp.issubdtype(d, jnp.floating)]
+    """The least precise real dtype among ``dtypes`` (complex64 counts as float32)."""
+    floats = [np.dtype(d).type(0).real.dtype for d in dtypes if d is not None and jnp.issubdtype(d, jnp.inexact)]
     return min(floats, key=_precision)
 
 
@@ -312,9 +323,10 @@ def _fgraph_orders(fn: Callable, call_args: list, positions: tuple, arrays: tupl
 
 
 def _directional(grads: Sequence[Tensor], vs: tuple) -> Tensor:
+    """``sum_i real(sum(g_i * conj(v_i)))``: the real inner product of the gradients with the directions."""
     total = None
     for g, v in zip(grads, vs):
-        term = (g * Tensor(v)).sum()
+        term = real((g * Tensor(jnp.conj(v))).sum())
         total = term if total is None else total + term
     return total
 
@@ -339,8 +351,18 @@ def _reference_value(fn: Callable, call_args: list, positions: tuple, *arrays: A
 
 
 def _inner_product(grad_fn: Callable, vs: tuple, *arrays: Any) -> Any:
+    """fgraph's :func:`_directional` in JAX's convention: ``real(sum(conj(g_jax) * conj(v)))``."""
     grads = grad_fn(*arrays)
-    return sum(jnp.vdot(g, v) for g, v in zip(grads, vs))
+    return sum(jnp.real(jnp.sum(g * v)) for g, v in zip(grads, vs))
+
+
+def _conjugated(level: Callable) -> Callable:
+    """``level``'s gradients in PyTorch's convention (the conjugates of JAX's) for the comparison."""
+    return functools.partial(_conjugate_all, level)
+
+
+def _conjugate_all(level: Callable, *arrays: Any) -> tuple:
+    return tuple(map(jnp.conj, level(*arrays)))
 
 
 def _all_orders(levels: Sequence[Callable], *arrays: Any) -> tuple:
@@ -357,7 +379,7 @@ def _jax_orders(fn: Callable, call_args: list, positions: tuple, arrays: tuple, 
         levels.append(level)
         scalar = functools.partial(_inner_product, level, vs)
     try:
-        return jax.jit(functools.partial(_all_orders, levels))(*arrays)
+        return jax.jit(functools.partial(_all_orders, [_conjugated(level) for level in levels]))(*arrays)
     except _HOST_READS as exc:
         raise _not_traceable(exc) from None
 
@@ -379,8 +401,9 @@ def _jax_jvp(fn: Callable, call_args: list, positions: tuple, arrays: tuple, vs:
 
 # -- comparing -------------------------------------------------------------------------------------
 def _compare(name: str, order: int, mode: str, ours: Any, theirs: Any, rtol: float, atol: float) -> GradCheckEntry:
-    a = np.asarray(ours, dtype=np.float64)
-    b = np.asarray(theirs, dtype=np.float64)
+    wide = np.complex128 if np.iscomplexobj(ours) or np.iscomplexobj(theirs) else np.float64
+    a = np.asarray(ours, dtype=wide)
+    b = np.asarray(theirs, dtype=wide)
     if a.shape != b.shape:
         nan = float("nan")
         return GradCheckEntry(name, order, mode, b.shape, nan, nan, (), nan, nan, float("inf"), False,
@@ -400,7 +423,7 @@ def _compare(name: str, order: int, mode: str, ours: Any, theirs: Any, rtol: flo
     worst = float(ratio.reshape(-1)[flat])
     note = "NaN/inf on one side" if np.isinf(diff).any() else ""
     return GradCheckEntry(name, order, mode, a.shape, float(diff.max()), float(rel.max()), idx,
-                          float(a.reshape(-1)[flat]), float(b.reshape(-1)[flat]), worst, worst <= 1.0, note)
+                          a.reshape(-1)[flat].item(), b.reshape(-1)[flat].item(), worst, worst <= 1.0, note)
 
 
 def _badness(entry: GradCheckEntry) -> tuple:

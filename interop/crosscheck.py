@@ -1,16 +1,18 @@
 """``python -m interop.crosscheck``: every differentiable registered op against ``jax.grad``.
 
 For each differentiable primitive in :data:`fgraph.ops._declare.registry` it builds the
-scalar ``sum_k sum(w_k * out_k)`` (fixed random weights ``w_k``, one per float output) over
-``apply_op(OP, inputs, params)`` at the op's sample (:mod:`interop._samples`) and runs
-:func:`interop.check.check_grads` on it, orders 1 and 2, in float32 and float64. It prints
+scalar ``sum_k real(sum(w_k * out_k))`` (fixed random weights ``w_k``, one per float or
+complex output, complex for a complex one) over ``apply_op(OP, inputs, params)`` at the op's
+sample (:mod:`interop._samples`) and runs :func:`interop.check.check_grads` on it, orders 1
+and 2, in float32, float64, complex64 and complex128 (PyTorch's convention for complex
+gradients; ops declared ``real_only`` are listed as such in the complex columns). It prints
 one row per op (dtypes, orders, largest absolute and relative errors, status) and the wall
 time, and exits with status 1 when any op mismatches, fails to run, or has no sample.
 
 Usage::
 
-    python -m interop.crosscheck                  # every op, float32 and float64, 2 workers
-    python -m interop.crosscheck --op exp --op cat --dtype float64
+    python -m interop.crosscheck                  # every op, float and complex dtypes, 2 workers
+    python -m interop.crosscheck --op exp --op cat --dtype float64 --dtype complex128
     python -m interop.crosscheck --markdown docs/crosscheck.md --jobs 2
 
 Example:
@@ -33,8 +35,9 @@ import numpy as np
 
 __all__ = ["OpResult", "check_op", "differentiable_ops", "run", "main"]
 
-DTYPES = ("float32", "float64")
+DTYPES = ("float32", "float64", "complex64", "complex128")
 _FAILED = ("MISMATCH", "ERROR", "NO SAMPLE")
+_QUIET = ("skipped", "real only")  # neither checked nor failed
 
 
 class OpResult(NamedTuple):
@@ -45,7 +48,7 @@ class OpResult(NamedTuple):
     orders: int  #: highest order checked (0 when skipped)
     max_abs: float
     max_rel: float
-    status: str  #: ``'ok'``, ``'skipped'``, ``'MISMATCH'``, ``'ERROR'`` or ``'NO SAMPLE'``
+    status: str  #: ``'ok'``, ``'skipped'``, ``'real only'``, ``'MISMATCH'``, ``'ERROR'`` or ``'NO SAMPLE'``
     message: str = ""  #: the report of a mismatch, the error, or the reason for a skip
     seconds: float = 0.0
 
@@ -68,13 +71,11 @@ def differentiable_ops() -> list[str]:
     return [name for name, op in registry.items() if op.differentiable and name not in COMPLEX_OUTPUTS]
 
 
-#: Ops whose outputs are complex: check_grads differentiates a real scalar of the outputs, which these
-#: would need a convention for (torch's conjugate-Wirtinger one). Their first and second derivatives are
-#: checked in the op tables instead (``tests/op_tables/linalg_more.py``: real and imaginary parts against
-#: JAX, and against torch's ``linalg_eig_backward``).
+#: Ops left out: eigenvectors are defined up to a phase per column, and ``sum(w * V)`` depends on it, so its
+#: gradient is not defined. ``linalg.eig``'s derivatives are checked in the op tables on phase-free functions
+#: of its results (``tests/op_tables/linalg_more.py``: against JAX, and against torch's ``linalg_eig_backward``).
 COMPLEX_OUTPUTS = {
-    "linalg_eig": "eigenvalues and eigenvectors are complex",
-    "complex": "builds a complex tensor from real and imaginary parts",
+    "linalg_eig": "eigenvectors are defined up to a phase, which sum(w * V) depends on",
 }
 
 
@@ -85,6 +86,7 @@ def _symmetrized(a: Any) -> Any:
 def _weighted_output(op: Any, params: Any, sym: tuple, weights: tuple, *args: Any) -> Any:
     """``sum_k sum(w_k * out_k)`` over the float outputs of ``op`` (the checked scalar)."""
     from fgraph.ops._declare import apply_op
+    from fgraph.ops.complex_parts import real as fg_real
 
     args = tuple(_symmetrized(a) if i in sym else a for i, a in enumerate(args))
     out = apply_op(op, args, params)
@@ -93,7 +95,7 @@ def _weighted_output(op: Any, params: Any, sym: tuple, weights: tuple, *args: An
     for o, w in zip(outs, weights):
         if w is None:
             continue
-        term = (o * w).sum()
+        term = fg_real((o * w).sum())
         total = term if total is None else total + term
     return total
 
@@ -127,22 +129,26 @@ def build(name: str, dtype: str) -> tuple:
                 sym.append(i)
         else:
             args.append(a)
-    probe = [fg.tensor(a) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a for a in args]
+    probe = [fg.tensor(a) if isinstance(a, np.ndarray) and a.dtype.kind in "fc" else a for a in args]
     probe = [_symmetrized(a) if i in sym else a for i, a in enumerate(probe)]
     from fgraph.ops._declare import apply_op
 
     out = apply_op(op, tuple(probe), params)
     outs = out if isinstance(out, tuple) else (out,)
     rng = np.random.default_rng(1)
-    weights = tuple(
-        fg.tensor(jnp.asarray(rng.standard_normal(o.shape), o.dtype)) if jnp.issubdtype(o.dtype, jnp.floating)
-        else None for o in outs
-    )
+    weights = tuple(fg.tensor(jnp.asarray(_weight(rng, o), o.dtype)) if jnp.issubdtype(o.dtype, jnp.inexact)
+                    else None for o in outs)
     return functools.partial(_weighted_output, op, params, tuple(sym), weights), args
+
+
+def _weight(rng: np.random.Generator, out: Any) -> np.ndarray:
+    w = rng.standard_normal(out.shape)
+    return w + 1j * rng.standard_normal(out.shape) if np.dtype(out.dtype).kind == "c" else w
 
 
 def check_op(name: str, dtype: str, order: int = 2) -> OpResult:
     """Run :func:`interop.check.check_grads` on op ``name``'s sample in ``dtype``."""
+    from fgraph.ops._declare import registry
     from interop._samples import sample_for
     from interop.check import GradientMismatch, check_grads
 
@@ -154,6 +160,8 @@ def check_op(name: str, dtype: str, order: int = 2) -> OpResult:
                             "add a Sample to SAMPLES in interop/_samples.py")
         if sample.skip:
             return OpResult(name, dtype, 0, 0.0, 0.0, "skipped", sample.skip)
+        if np.dtype(dtype).kind == "c" and registry[name].real_only:
+            return OpResult(name, dtype, 0, 0.0, 0.0, "real only", "refuses complex tensors (real_only)")
         fn, args = build(name, dtype)
         report = check_grads(fn, *args, order=order)
         status, message = "ok", ""
@@ -221,11 +229,16 @@ def table_rows(results: Sequence[OpResult]) -> list[tuple]:
         worst = next((r for r in rs if r.failed), None) or next((r for r in rs if r.status == "skipped"), rs[0])
         if worst.failed:
             status = f"{worst.status} ({worst.dtype}): {worst.message.splitlines()[0][:120]}"
+        elif worst.status == "skipped":
+            status = f"skipped: {worst.message}"
         else:
-            status = "ok" if worst.status == "ok" else f"skipped: {worst.message}"
+            status = "ok" + (" (real only)" if any(r.status == "real only" for r in rs) else "")
         orders = max(r.orders for r in rs)
-        rows.append((name, ", ".join(r.dtype for r in rs), "1-" + str(orders) if orders > 1 else str(orders),
-                     " / ".join(_fmt(r.max_abs) for r in rs), " / ".join(_fmt(r.max_rel) for r in rs), status))
+        checked = [r for r in rs if r.status not in _QUIET]
+        dtypes = ", ".join(r.dtype for r in checked) or "-"
+        rows.append((name, dtypes, "1-" + str(orders) if orders > 1 else str(orders),
+                     " / ".join(_fmt(r.max_abs) for r in checked), " / ".join(_fmt(r.max_rel) for r in checked),
+                     status))
     return rows
 
 
@@ -245,10 +258,11 @@ def format_markdown(rows: Sequence[tuple], summary: str, command: str) -> str:
         "",
         f"Generated by `{command}` (do not edit by hand). For each differentiable primitive",
         "in `fgraph.ops._declare.registry`, `interop.check_grads` compares fgraph's first",
-        "derivatives and Hessian-vector products (orders 1-2) of `sum(w * op(sample))` with",
-        "`jax.grad` of the same program traced by JAX, in float32 and float64; errors are listed",
-        "as float32 / float64. Samples live in `interop/_samples.py`; see",
-        "[checking gradients](checking-gradients.md).",
+        "derivatives and Hessian-vector products (orders 1-2) of `real(sum(w * op(sample)))` with",
+        "`jax.grad` of the same program traced by JAX (conjugated for complex inputs: fgraph follows",
+        "PyTorch's convention), in each dtype listed; errors are listed in that order. Ops marked",
+        "*real only* refuse complex tensors. Samples live in `interop/_samples.py`; see",
+        "[checking gradients](checking-gradients.md) and [complex numbers](complex.md).",
         "",
         summary,
         "",
@@ -264,7 +278,10 @@ def _summary(results: Sequence[OpResult]) -> str:
     ops = {r.op for r in results}
     failed = sorted({r.op for r in results if r.failed})
     skipped = sorted({r.op for r in results if r.status == "skipped"})
-    text = f"{len(ops)} ops, {len(results)} checks: {len(ops) - len(failed) - len(skipped)} ops passed"
+    checks = sum(r.status not in _QUIET for r in results)
+    real_only = len({r.op for r in results if r.status == "real only"})
+    text = f"{len(ops)} ops, {checks} checks: {len(ops) - len(failed) - len(skipped)} ops passed"
+    text += f" ({real_only} of them real only)" if real_only else ""
     text += f", {len(skipped)} skipped" if skipped else ""
     text += f", {len(failed)} FAILED ({', '.join(failed)})" if failed else ", none failed"
     return text + "."
