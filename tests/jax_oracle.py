@@ -5,15 +5,21 @@ twice -- ``fg_fn(*tensors)`` in fgraph ops and ``ref_fn(*arrays)`` in ``jax.nump
 -- and checks, for the given input arrays:
 
 * the forward value (shape, dtype and numbers);
-* the first derivative: ``fg.grad`` of ``(f(*xs) * w).sum()`` against ``jax.grad``
+* the first derivative: ``fg.grad`` of ``real((f(*xs) * w).sum())`` against ``jax.grad``
   of the same pure-JAX program, for every input;
 * the second derivative: first gradients with ``create_graph=True``, then
-  ``fg.grad`` of ``sum_i (g_i * v_i).sum()`` against the Hessian-vector product
+  ``fg.grad`` of ``sum_i real((g_i * conj(v_i)).sum())`` against the Hessian-vector product
   ``jax.jvp(jax.grad(loss), xs, vs)`` (forward-over-reverse, so the oracle does
   not share fgraph's reverse-over-reverse structure).
 
 ``w`` and ``v_i`` are fixed pseudo-random arrays that depend only on the shapes,
-so a failing example reproduces exactly.
+so a failing example reproduces exactly; they are complex where the output or
+input is. Complex inputs: fgraph's gradients follow PyTorch's convention
+(``dL/dx + i dL/dy``), ``jax.grad``'s is its conjugate, so every JAX derivative is
+conjugated before the comparison. Both HVPs are the same real Hessian applied to
+``v`` (the jvp of ``jax.grad`` is ``jax.grad`` of ``real(sum(jax.grad(loss) * v))``,
+and that function is fgraph's ``sum_i real((g_i * conj(v_i)).sum())``). For real
+tensors ``real`` and ``conj`` change nothing.
 """
 from __future__ import annotations
 
@@ -34,9 +40,14 @@ TOLERANCES = {
 
 
 def fixed_random(shape: tuple, dtype, tag: str) -> np.ndarray:
-    """A pseudo-random array in [-1, 1] that depends only on ``shape``, ``dtype`` and ``tag``."""
+    """A pseudo-random array in [-1, 1] (both parts, for a complex dtype) that depends only on
+    ``shape``, ``dtype`` and ``tag``."""
     seed = zlib.crc32(f"{tag}:{tuple(shape)}:{np.dtype(dtype).name}".encode())
-    return np.random.default_rng(seed).uniform(-1.0, 1.0, size=shape).astype(dtype)
+    rng = np.random.default_rng(seed)
+    values = rng.uniform(-1.0, 1.0, size=shape)
+    if np.dtype(dtype).kind == "c":
+        values = values + 1j * rng.uniform(-1.0, 1.0, size=shape)
+    return values.astype(dtype)
 
 
 def assert_close(actual, expected, tol: tuple[float, float], what: str) -> None:
@@ -58,12 +69,12 @@ def _reference(ref_fn: Callable, n: int) -> Callable:
 
     def run(arrays, extra, w, vs):
         def loss(*ys):
-            return jnp.sum(ref_fn(*ys, *extra) * w)
+            return jnp.real(jnp.sum(ref_fn(*ys, *extra) * w))
 
         out = ref_fn(*arrays, *extra)
         grads = jax.grad(loss, argnums=argnums)(*arrays)
         _, hvp = jax.jvp(lambda *ys: jax.grad(loss, argnums=argnums)(*ys), tuple(arrays), tuple(vs))
-        return out, grads, hvp
+        return out, tuple(map(jnp.conj, grads)), tuple(map(jnp.conj, hvp))  # PyTorch's convention
 
     return run
 
@@ -108,19 +119,19 @@ def check_against_jax(
     assert_close(out.data, ref_out, tol, "forward")
     assert out.requires_grad, "the output of a differentiable op on inputs that require grad must require grad"
 
-    # -- first derivative of (f(*xs) * w).sum() ---------------------------------------------
-    loss = (out * fg.tensor(w, dtype=w.dtype)).sum()
+    # -- first derivative of real((f(*xs) * w).sum()) -------------------------------------------
+    loss = fg.real((out * fg.tensor(w, dtype=w.dtype)).sum())
     grads = fg.grad(loss, xs, allow_unused=True)
     assert len(grads) == n
     for i, (g, rg, x) in enumerate(zip(grads, ref_grads, xs)):
         assert_close(_or_zeros(g, x), rg, tol, f"first derivative w.r.t. input {i}")
 
-    # -- second derivative: grad of sum_i (g_i * v_i).sum(), a Hessian-vector product -------
+    # -- second derivative: grad of sum_i real((g_i * conj(v_i)).sum()), a Hessian-vector product
     grads = fg.grad(loss, xs, create_graph=True, allow_unused=True)
     total = None
     for g, v in zip(grads, vs):
         if g is not None and g.requires_grad:
-            term = (g * fg.tensor(v, dtype=v.dtype)).sum()
+            term = fg.real((g * fg.tensor(np.conj(v), dtype=v.dtype)).sum())
             total = term if total is None else total + term
     if total is None:  # no first derivative depends on the inputs: f is linear
         hvp = [None] * n

@@ -9,6 +9,12 @@ for the optional PyTorch oracle in ``tests/test_ops_against_torch.py`` (and
 ``TORCH_TOLERANCES = {entry_name: (rtol, atol)}`` where torch itself is less exact).
 Every case of a fixed case list runs (hypothesis then varies the values only).
 
+Complex numbers: every entry is also checked on complex128 and complex64 inputs (real
+parts from its domain, imaginary parts from :data:`IMAG` or the entry's ``imag_domain``), unless its table lists it in
+``REAL_ONLY`` (the op refuses complex tensors, as PyTorch does: checked too). An entry
+whose op takes some inputs real and others complex names the complex ones in
+``complex_inputs``.
+
 Each entry names an op, its fgraph call, a pure-JAX reference, the number of tensor
 inputs, a strategy of *cases* (input shapes from small fixed pools -- every new shape
 compiles new kernels -- plus static parameters and non-differentiable constants such
@@ -21,6 +27,7 @@ import importlib
 import pkgutil
 from typing import Any, Callable, NamedTuple, Optional, Sequence
 
+import jax.numpy as jnp
 import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -41,6 +48,9 @@ POSITIVE = st.floats(0.5, 2.0)
 NONZERO = st.one_of(st.floats(0.25, 2.0), st.floats(-2.0, -0.25))  # abs, relu, divisors
 GRID_A = _grid(0.0)  # maximum/minimum: first operand...
 GRID_B = _grid(0.25)  # ...second operand (never ties); clamp input (bounds are multiples of 0.5)
+#: Imaginary parts of complex inputs: off the real axis (where log, sqrt, pow, asin, acosh, atanh...
+#: have their branch cuts) and inside the unit strip (asinh's and atan's cuts start at +-i).
+IMAG = st.one_of(st.floats(0.25, 0.75), st.floats(-0.75, -0.25))
 
 
 class Case(NamedTuple):
@@ -59,6 +69,8 @@ class OpEntry(NamedTuple):
     max_examples: Optional[int] = None
     static_consts: bool = False  # consts must be concrete in the reference (boolean masks)
     tolerances: Optional[dict] = None  # {dtype: (rtol, atol)} where the entry's math is less exact than its dtype
+    complex_inputs: Optional[tuple] = None  # positions of the inputs made complex in the complex checks (None: all)
+    imag_domain: Any = None  # elements strategy of their imaginary parts (None: IMAG)
 
 
 def cases(*items: Case) -> st.SearchStrategy[Case]:
@@ -91,6 +103,32 @@ TF = LazyModule("torch.nn.functional")
 
 
 DTYPES = [np.dtype("float64"), np.dtype("float32")]
+COMPLEX_DTYPES = [np.dtype("complex128"), np.dtype("complex64")]
+
+
+def magnitude(x):
+    """``|x|`` for a reference: ``jnp.abs`` for real ``x``, ``sqrt(re^2 + im^2)`` for complex ``x``. At XLA's
+    optimisation level 0 (the suite's), a jitted ``jax.grad`` through ``max(jnp.abs(z))`` of complex ``z``
+    with ties finds no element equal to the max (a division by a zero count: inf); written out, it does."""
+    if not jnp.iscomplexobj(x):
+        return jnp.abs(x)
+    return jnp.sqrt(jnp.real(x) ** 2 + jnp.imag(x) ** 2)
+
+
+def norm_input(x):
+    """What a norm's reference takes: :func:`magnitude` of a complex ``x`` (a complex norm is the norm of
+    ``|z|``), a real ``x`` itself."""
+    return magnitude(x) if jnp.iscomplexobj(x) else x
+
+
+def real_dtype(dtype: np.dtype) -> np.dtype:
+    """float64 for complex128, float32 for complex64, a real dtype itself (tolerances are by precision)."""
+    return np.dtype(dtype).type(0).real.dtype
+
+
+def real_only(module: Any) -> set:
+    """The entries of a table's module that refuse complex inputs."""
+    return set(getattr(module, "REAL_ONLY", ()))
 
 
 def family_tables() -> dict:
@@ -108,9 +146,18 @@ def draw_inputs(data, entry: OpEntry, case: Case, dtype: np.dtype) -> list:
     if entry.arity is not None:
         assert len(case.shapes) == entry.arity, f"{entry.name}: case {case} does not have {entry.arity} inputs"
     domains = entry.domain if isinstance(entry.domain, tuple) else (entry.domain,) * len(case.shapes)
-    return [
-        data.draw(hnp.arrays(np.float64, shape, elements=dom), label=f"x{i}").astype(dtype)
+    arrays = [
+        data.draw(hnp.arrays(np.float64, shape, elements=dom), label=f"x{i}")
         for i, (shape, dom) in enumerate(zip(case.shapes, domains))
+    ]
+    if np.dtype(dtype).kind != "c":
+        return [a.astype(dtype) for a in arrays]
+    positions = range(len(arrays)) if entry.complex_inputs is None else entry.complex_inputs
+    imag = IMAG if entry.imag_domain is None else entry.imag_domain
+    return [
+        (a + 1j * data.draw(hnp.arrays(np.float64, a.shape, elements=imag), label=f"imag x{i}")).astype(dtype)
+        if i in positions else a.astype(real_dtype(dtype))
+        for i, a in enumerate(arrays)
     ]
 
 
@@ -139,7 +186,7 @@ def check_entry(data, entry: OpEntry, dtype: np.dtype, case: Case = None) -> Non
         lambda *xs: entry.fg_fn(*xs, *fg_consts, **params),
         ref_fn,
         arrays,
-        (entry.tolerances or {}).get(np.dtype(dtype), TOLERANCES[dtype]),
+        (entry.tolerances or {}).get(real_dtype(dtype), TOLERANCES[real_dtype(dtype)]),
         extra=extra,
         jit_key=key,
     )

@@ -1,5 +1,9 @@
 """Every op family's table against pure JAX: forward, first derivative, Hessian-vector product.
 
+Complex inputs run the same way (complex128 on every listed case, complex64 on the first),
+for every entry that its table does not list in ``REAL_ONLY``; those must refuse complex
+inputs with an ``OpError``.
+
 In float64 (tight tolerance) each listed case of each entry is its own test, so no case
 depends on hypothesis drawing it; hypothesis varies the input values. float32 re-checks
 the same rules at a loose tolerance -- dtype propagation and rounding, which do not
@@ -12,7 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from op_harness import DTYPES, check_entry, family_tables, listed_cases
+import fgraph as fg
+from op_harness import COMPLEX_DTYPES, DTYPES, check_entry, draw_inputs, family_tables, listed_cases, real_only
 
 pytestmark = pytest.mark.usefixtures("node_by_node")
 
@@ -24,18 +29,33 @@ RUNS = [
     for dtype in DTYPES
     if dtype == np.float64 or index == 0
 ]
+COMPLEX_RUNS = [
+    pytest.param(entry, case, dtype, len(listed_cases(entry)), id=f"{family}-{entry.name}-{index}-{dtype.name}")
+    for family, module in family_tables().items()
+    for entry in module.TABLE
+    if entry.name not in real_only(module)
+    for index, case in enumerate(listed_cases(entry))
+    for dtype in COMPLEX_DTYPES
+    if dtype == np.complex128 or index == 0
+]
+REFUSALS = [
+    pytest.param(entry, listed_cases(entry)[0], id=f"{family}-{entry.name}")
+    for family, module in family_tables().items()
+    for entry in module.TABLE
+    if entry.name in real_only(module)
+]
 
 
 def _max_examples(entry, n_cases: int, dtype) -> int:
     n = settings.default.max_examples
     if entry.max_examples is not None:
         n = min(n, entry.max_examples)
-    if dtype == np.float32:
+    if dtype in (np.float32, np.complex64):
         return min(n, 2)
     return max(2, n // n_cases)
 
 
-@pytest.mark.parametrize("entry,case,dtype,n_cases", RUNS)
+@pytest.mark.parametrize("entry,case,dtype,n_cases", RUNS + COMPLEX_RUNS)
 def test_entry_against_jax(entry, case, dtype, n_cases):
     @settings(max_examples=_max_examples(entry, n_cases, dtype))
     @given(data=st.data())
@@ -57,3 +77,19 @@ def test_starter_table_covers_every_starter_op():
     }
     assert starter <= covered, f"untested ops: {sorted(starter - covered)}"
     assert {"pow_int_exponent", "pow_float_exponent", "pow_tensor", "getitem_basic", "getitem_int_array"} <= covered
+
+
+@pytest.mark.parametrize("entry,case", REFUSALS)
+def test_real_only_entry_refuses_complex(entry, case):
+    """An entry listed in ``REAL_ONLY`` refuses complex inputs with an error that says so (a TypeError or
+    ValueError: fgraph's OpError is both), on values its real checks accept; it never computes something."""
+    @settings(max_examples=1)
+    @given(data=st.data())
+    def check(data):
+        drawn = case if case is not None else data.draw(entry.cases, label="case")
+        xs = [fg.tensor(a, requires_grad=True) for a in draw_inputs(data, entry, drawn, np.dtype("complex128"))]
+        consts = [fg.tensor(c, dtype=c.dtype) for c in drawn.consts]
+        with pytest.raises((TypeError, ValueError), match="complex"):
+            entry.fg_fn(*xs, *consts, **drawn.params)
+
+    check()

@@ -12,7 +12,13 @@ product.
 
 Values stay finite and the ops differentiable: every value carries a bound on its
 magnitude, instructions that would exceed :data:`MAX_BOUND` are not offered, and
-``log``/``sqrt``/division only ever see ``x * x + 1``-style positive values.
+``log``/``sqrt``/division only ever see ``x * conj(x) + 1``-style positive values.
+
+Mixed programs (:func:`test_random_mixed_program_against_jax`) also make complex values
+from the real inputs (``complex``, a polar-style rotation) and read real ones back
+(``real``, ``imag``, ``abs``): real parameters, complex intermediates, a real loss, as in a
+model with a complex rotation. Every op marked ``"any"`` takes complex values too;
+complex sinks enter the output as their real and imaginary parts.
 """
 from __future__ import annotations
 
@@ -45,6 +51,10 @@ def _ref_clamp(x, lo, hi):
 def _ref_abs(x):
     # d|x|/dx = sign(x), so 0 at x == 0 (JAX's abs gives 1 there).
     return x * jnp.sign(x)
+
+
+def _ref_complex(re, im):
+    return jax.lax.complex(*jnp.broadcast_arrays(re, im))
 
 
 class Backend(NamedTuple):
@@ -80,6 +90,11 @@ class Backend(NamedTuple):
     cat: Callable
     stack: Callable
     index_array: Callable  # int tuple -> something usable inside an index
+    complex: Callable  # (re, im) -> re + i im, broadcasting
+    real: Callable
+    imag: Callable
+    conj: Callable  # the identity on real values
+    cabs: Callable  # |z| of a complex value
 
 
 FG = Backend(
@@ -92,6 +107,7 @@ FG = Backend(
     reshape=fg.reshape, transpose=fg.transpose, permute=fg.permute, expand=fg.expand,
     squeeze=fg.squeeze, unsqueeze=fg.unsqueeze, cat=fg.cat, stack=fg.stack,
     index_array=lambda ints: fg.tensor(np.asarray(ints, np.int64)),
+    complex=fg.complex, real=fg.real, imag=fg.imag, conj=fg.conj, cabs=fg.abs,
 )
 
 JAX = Backend(
@@ -106,6 +122,7 @@ JAX = Backend(
     cat=lambda xs, dim: jnp.concatenate(xs, axis=dim),
     stack=lambda xs, dim: jnp.stack(xs, axis=dim),
     index_array=lambda ints: jnp.asarray(ints, jnp.int64),
+    complex=_ref_complex, real=jnp.real, imag=jnp.imag, conj=jnp.conj, cabs=jnp.abs,
 )
 
 
@@ -118,6 +135,15 @@ class Op(NamedTuple):
     out: Callable[[Sequence[tuple], Sequence[float], dict], tuple]  # -> (shape, bound)
     run: Callable[..., Any]  # run(B, *values, **params)
     draw_params: Callable[..., dict] = lambda draw, shapes: {}
+    #: "real": real arguments only; "any": complex ones too (complex out if one is); "complex": complex
+    #: arguments only; "to_complex": real arguments, a complex result; "from_complex": complex arguments,
+    #: a real result.
+    kinds: str = "real"
+
+
+def _complex_ok(op: Op) -> Op:
+    """``op`` for complex values too: the same math, holomorphic or linear."""
+    return op._replace(kinds="any")
 
 
 def _any(shapes):
@@ -202,30 +228,38 @@ def _cat_ok(shapes):
     return len(a) >= 1 and len(a) == len(b) and a[1:] == b[1:]
 
 
+def _positive(B, a, shift):
+    """``a * conj(a) + shift``: positive, for complex ``a`` too (a complex dtype with a zero imaginary part)."""
+    return B.add(B.mul(a, B.conj(a)), shift)
+
+
 OPS: dict[str, Op] = {
     # elementwise, with broadcasting
-    "add": _binary(lambda B, a, b: B.add(a, b), lambda x, y: x + y),
-    "sub": _binary(lambda B, a, b: B.sub(a, b), lambda x, y: x + y),
-    "mul": _binary(lambda B, a, b: B.mul(a, b), lambda x, y: x * y),
-    "div": _binary(lambda B, a, b: B.div(a, B.add(B.mul(b, b), 1.0)), lambda x, y: x),
+    "add": _complex_ok(_binary(lambda B, a, b: B.add(a, b), lambda x, y: x + y)),
+    "sub": _complex_ok(_binary(lambda B, a, b: B.sub(a, b), lambda x, y: x + y)),
+    "mul": _complex_ok(_binary(lambda B, a, b: B.mul(a, b), lambda x, y: x * y)),
+    "div": _complex_ok(_binary(lambda B, a, b: B.div(a, _positive(B, b, 1.0)), lambda x, y: x)),
     "maximum": _binary(lambda B, a, b: B.maximum(a, b), max),
     "minimum": _binary(lambda B, a, b: B.minimum(a, b), max),
     "where": _binary(lambda B, a, b: B.where(B.gt(a, b), B.sin(a), b), max),
-    "pow_tensor": _binary(lambda B, a, b: B.pow(B.add(B.mul(a, a), 1.0), B.sin(b)), lambda x, y: x * x + 1),
-    "neg": _unary(lambda B, a: B.neg(a), lambda x: x),
-    "exp": Op(1, _any, lambda s, b, p: (s[0], float(np.exp(b[0]))), lambda B, a: B.exp(a)),
-    "log": _unary(lambda B, a: B.log(B.add(B.mul(a, a), 1.0)), lambda x: np.log1p(x * x)),
-    "sqrt": _unary(lambda B, a: B.sqrt(B.add(B.mul(a, a), 0.5)), lambda x: np.sqrt(x * x + 0.5)),
+    "pow_tensor": _binary(lambda B, a, b: B.pow(_positive(B, a, 1.0), B.sin(b)), lambda x, y: x * x + 1),
+    "neg": _complex_ok(_unary(lambda B, a: B.neg(a), lambda x: x)),
+    "exp": Op(1, _any, lambda s, b, p: (s[0], float(np.exp(b[0]))), lambda B, a: B.exp(a), kinds="any"),
+    "log": _complex_ok(_unary(lambda B, a: B.log(_positive(B, a, 1.0)), lambda x: np.log1p(x * x))),
+    "sqrt": _complex_ok(_unary(lambda B, a: B.sqrt(_positive(B, a, 0.5)), lambda x: np.sqrt(x * x + 0.5))),
     "sin": _unary(lambda B, a: B.sin(a), lambda x: 1.0),
     "cos": _unary(lambda B, a: B.cos(a), lambda x: 1.0),
+    # |sin z|, |cos z| <= cosh |z| for complex z
+    "sin_complex": _unary(lambda B, a: B.sin(a), lambda x: float(np.cosh(x)))._replace(kinds="complex"),
+    "cos_complex": _unary(lambda B, a: B.cos(a), lambda x: float(np.cosh(x)))._replace(kinds="complex"),
     "tanh": _unary(lambda B, a: B.tanh(a), lambda x: 1.0),
     "sigmoid": _unary(lambda B, a: B.sigmoid(a), lambda x: 1.0),
     "relu": _unary(lambda B, a: B.relu(a), lambda x: x),
     "abs": _unary(lambda B, a: B.abs(a), lambda x: x),
-    "square": _unary(lambda B, a: B.pow(a, 2), lambda x: x * x),
-    "cube": _unary(lambda B, a: a ** 3, lambda x: x ** 3),
-    "rdiv": _unary(lambda B, a: 1.5 / B.add(B.mul(a, a), 1.0), lambda x: 1.5),
-    "affine": _unary(lambda B, a: B.sub(B.mul(a, 0.5), 0.25), lambda x: 0.5 * x + 0.25),
+    "square": _complex_ok(_unary(lambda B, a: B.pow(a, 2), lambda x: x * x)),
+    "cube": _complex_ok(_unary(lambda B, a: a ** 3, lambda x: x ** 3)),
+    "rdiv": _complex_ok(_unary(lambda B, a: 1.5 / _positive(B, a, 1.0), lambda x: 1.5)),
+    "affine": _complex_ok(_unary(lambda B, a: B.sub(B.mul(a, 0.5), 0.25), lambda x: 0.5 * x + 0.25)),
     "clamp": Op(1, _any, lambda s, b, p: (s[0], min(b[0], max(-p["lo"], p["hi"]))),
                 lambda B, a, lo, hi: B.clamp(a, lo, hi),
                 lambda draw, shapes: dict(zip(("lo", "hi"), draw(st.sampled_from([(-0.5, 0.5), (-1.0, 0.25)]))))),
@@ -256,7 +290,20 @@ OPS: dict[str, Op] = {
               lambda B, a, b: B.cat([a, b], 0)),
     "stack": Op(2, lambda s: s[0] == s[1], lambda s, b, p: ((2,) + s[0], max(b)),
                 lambda B, a, b: B.stack([a, b], 0)),
+    # between real and complex values
+    "complex": Op(2, _broadcasts, lambda s, b, p: (_bshape(s), float(np.hypot(*b))), lambda B, a, b: B.complex(a, b),
+                  kinds="to_complex"),
+    "rotate": Op(1, _any, lambda s, b, p: (s[0], b[0]),  # a * e^(i a), polar-style
+                 lambda B, a: B.complex(B.mul(a, B.cos(a)), B.mul(a, B.sin(a))), kinds="to_complex"),
+    "real": _unary(lambda B, a: B.real(a), lambda x: x)._replace(kinds="from_complex"),
+    "imag": _unary(lambda B, a: B.imag(a), lambda x: x)._replace(kinds="from_complex"),
+    "abs_complex": _unary(lambda B, a: B.cabs(a), lambda x: x)._replace(kinds="from_complex"),
+    "conj": _unary(lambda B, a: B.conj(a), lambda x: x)._replace(kinds="complex"),
 }
+#: Reductions, products and shape ops are linear (or bilinear) in each argument: complex values too.
+for _name in ("sum", "mean", "matmul", "matmul_t", "flatten", "transpose", "permute", "unsqueeze", "squeeze", "expand",
+              "index", "cat", "stack"):
+    OPS[_name] = _complex_ok(OPS[_name])
 
 
 class Instr(NamedTuple):
@@ -273,21 +320,36 @@ class Program(NamedTuple):
     instrs: tuple
 
 
+#: Which argument kinds ("r" real, "c" complex) each kind of op takes, and the kind of its result.
+_TAKES = {"real": {"r"}, "any": {"r", "c"}, "complex": {"c"}, "to_complex": {"r"}, "from_complex": {"c"}}
+
+
+def _result_kind(op: Op, kinds: Sequence[str]) -> str:
+    if op.kinds in ("complex", "to_complex") or (op.kinds == "any" and "c" in kinds):
+        return "c"
+    return "r"
+
+
 @st.composite
-def programs(draw) -> Program:
+def programs(draw, mixed: bool = False) -> Program:
+    """A random program over real inputs; ``mixed``: its first instruction makes a complex value."""
     n_inputs = draw(st.integers(1, 3))
     input_shapes = ((2, 3),) + tuple(draw(st.sampled_from(INPUT_SHAPES)) for _ in range(n_inputs - 1))
     shapes = list(input_shapes)
     bounds = [INPUT_BOUND] * n_inputs
+    kinds = ["r"] * n_inputs
     instrs = []
-    for _ in range(draw(st.integers(1, MAX_STEPS))):
+    for step in range(draw(st.integers(1, MAX_STEPS))):
         options = []
         for name, op in OPS.items():
+            if mixed and step == 0 and op.kinds != "to_complex":
+                continue
             if op.arity == 1:
                 combos = [(i,) for i in range(len(shapes))]
             else:
                 combos = [(i, j) for i in range(len(shapes)) for j in range(len(shapes))]
-            combos = [c for c in combos if op.applies([shapes[i] for i in c])]
+            combos = [c for c in combos
+                      if op.applies([shapes[i] for i in c]) and all(kinds[i] in _TAKES[op.kinds] for i in c)]
             if combos:
                 options.append((name, combos))
         name, combos = draw(st.sampled_from(options))
@@ -301,6 +363,7 @@ def programs(draw) -> Program:
         instrs.append(Instr(name, args, params))
         shapes.append(tuple(shape))
         bounds.append(float(bound))
+        kinds.append(_result_kind(op, [kinds[i] for i in args]))
     return Program(input_shapes, tuple(instrs))
 
 
@@ -312,12 +375,27 @@ def interpret(B: Backend, program: Program, inputs: Sequence[Any]) -> Any:
         pool.append(OPS[instr.op].run(B, *(pool[i] for i in instr.args), **instr.params))
         used.update(instr.args)
     sinks = [v for i, v in enumerate(pool) if i not in used]
-    return B.cat([B.reshape(v, (-1,)) for v in sinks], 0)
+    parts = []
+    for v in sinks:  # a complex sink: its real and imaginary parts (the loss stays real)
+        parts += [B.real(v), B.imag(v)] if np.dtype(v.dtype).kind == "c" else [v]
+    return B.cat([B.reshape(v, (-1,)) for v in parts], 0)
 
 
 @settings(max_examples=max(settings.default.max_examples, 20))
 @given(program=programs(), data=st.data())
 def test_random_program_against_jax(program: Program, data) -> None:
+    _check_program(program, data)
+
+
+@settings(max_examples=max(settings.default.max_examples, 20))
+@given(program=programs(mixed=True), data=st.data())
+def test_random_mixed_program_against_jax(program: Program, data) -> None:
+    """Real inputs, complex intermediates, a real output: fgraph's derivatives (PyTorch's complex convention
+    inside) against ``jax.grad`` of the same program, to second order."""
+    _check_program(program, data)
+
+
+def _check_program(program: Program, data) -> None:
     arrays = [
         data.draw(hnp.arrays(np.float64, shape, elements=st.floats(-INPUT_BOUND, INPUT_BOUND)), label=f"x{i}")
         for i, shape in enumerate(program.input_shapes)

@@ -57,3 +57,9 @@ TABLE = [
 
 #: No entry here has a PyTorch counterpart with the same values (see the module docstring).
 TORCH = {}
+
+
+#: Entries whose ops refuse complex inputs (an OpError); every other entry is also checked on complex ones.
+REAL_ONLY = {
+    "normal_tensor_mean_std", "normal_float_std", "normal_float_mean"
+}

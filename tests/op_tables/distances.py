@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import fgraph as fg
-from op_harness import GRID_A, GRID_B, NONZERO, REAL, Case, OpEntry, cases, torch
+from op_harness import GRID_A, GRID_B, NONZERO, REAL, Case, OpEntry, cases, norm_input, torch
 
 #: No op here lacks a second derivative.
 FIRST_ORDER_ONLY: dict = {}
@@ -72,7 +72,7 @@ DIST_CASES = cases(*(Case(((2, 3), (3,)), dict(p=p)) for p in (2, 1, INF, 3)))
 
 
 def _dist_ref(a, b, p):
-    return jnp.linalg.norm((a - b).reshape(-1), ord=p)
+    return jnp.linalg.norm(norm_input(a - b).reshape(-1), ord=p)
 
 
 COSINE_CASES = cases(Case(((2, 3), (2, 3)), dict(dim=1)), Case(((2, 3), (3,)), dict(dim=-1)))
@@ -90,7 +90,7 @@ PAIRWISE_CASES = cases(Case(((2, 3), (2, 3)), dict(p=2.0, keepdim=False)), Case(
 
 
 def _pairwise_ref(a, b, p, keepdim):
-    return jnp.linalg.norm(a - b + 1e-6, ord=p, axis=-1, keepdims=keepdim)
+    return jnp.linalg.norm(norm_input(a - b + 1e-6), ord=p, axis=-1, keepdims=keepdim)
 
 
 # -- covariance ---------------------------------------------------------------------------------------------
@@ -161,4 +161,10 @@ TORCH = {
     "cov": _cov_torch,
     "corrcoef": lambda x: _off_diagonal(torch.corrcoef(_ramped(x))),
     "tensor_cov_method": lambda x: x.cov(correction=0),
+}
+
+
+#: Entries whose ops refuse complex inputs (an OpError); every other entry is also checked on complex ones.
+REAL_ONLY = {
+    "cdist", "pdist", "cosine_similarity"
 }

@@ -202,3 +202,10 @@ TORCH = {
     "acosh": lambda x: torch.acosh(x),
     "atanh": lambda x: torch.atanh(x),
 }
+
+
+#: Entries whose ops refuse complex inputs (an OpError); every other entry is also checked on complex ones.
+REAL_ONLY = {
+    "div_rounding_mode", "floor_divide", "floordiv_operator", "remainder", "mod_operator", "remainder_scalar",
+    "rmod_operator", "fmod", "fmod_scalar", "logit", "logit_eps", "hypot", "atan2", "arctan2_method"
+}

@@ -410,3 +410,11 @@ TORCH = {
     "take": lambda x, index: x.take(index),
     "take_along_dim": lambda x, index, *, dim: _torch().take_along_dim(x, index, dim=dim),
 }
+
+
+#: Entries whose ops refuse complex inputs (an OpError); every other entry is also checked on complex ones.
+REAL_ONLY = {
+    "scatter_reduce_amax", "scatter_reduce_amin"
+}
+#: torch's autograd refuses complex outputs of scatter_reduce.
+TORCH_REFUSES_COMPLEX = {"scatter_reduce_sum", "scatter_reduce_mean", "scatter_reduce_prod"}

@@ -28,7 +28,7 @@ import numpy as np
 import fgraph as fg
 from hypothesis import strategies as st
 
-from op_harness import NONZERO, REAL, Case, OpEntry, cases, shape_cases
+from op_harness import NONZERO, REAL, Case, OpEntry, cases, norm_input, shape_cases
 
 #: No linear-algebra op lacks a second derivative.
 FIRST_ORDER_ONLY: dict = {}
@@ -227,7 +227,7 @@ VECTOR_NORM_CASES = cases(*(Case((s,), dict(ord=o, dim=d, keepdim=k)) for s, o, 
 
 
 def _vector_norm_ref(x, *, ord, dim, keepdim):
-    return jnp.linalg.vector_norm(x, ord=ord, axis=dim, keepdims=keepdim)
+    return jnp.linalg.vector_norm(norm_input(x), ord=ord, axis=dim, keepdims=keepdim)
 
 
 MATRIX_NORM_CASES = cases(*(Case(((2, 3, 4),), dict(ord=o, dim=d, keepdim=k)) for o, d, k in [
@@ -278,7 +278,7 @@ TABLE = [
     _e("einsum", lambda *xs, eq: fg.einsum(eq, *xs), lambda *xs, eq: jnp.einsum(eq, *xs), None, EINSUM_CASES),
     _e("multi_dot", lambda *xs: fg.linalg.multi_dot(xs), lambda *xs: jnp.linalg.multi_dot(xs), None,
        shape_cases([((2, 3), (3, 3), (3,))])),
-    _e("vecdot", lambda x, y: fg.linalg.vecdot(x, y), lambda x, y: jnp.sum(x * y, -1), 2,
+    _e("vecdot", lambda x, y: fg.linalg.vecdot(x, y), lambda x, y: jnp.sum(jnp.conj(x) * y, -1), 2,
        shape_cases([((2, 3), (3,))])),
     # inverses and determinants
     _e("inv", lambda x: fg.linalg.inv(well(x)), lambda x: jnp.linalg.inv(well(x)), 1, SQUARE, WELL),
@@ -366,3 +366,11 @@ TORCH = {
     "matrix_norm": lambda x, ord, dim, keepdim: _torch().linalg.matrix_norm(rect(x), ord, dim, keepdim),
     "norm": lambda x, ord, dim, keepdim: _torch().linalg.norm(_prepared(x), ord, dim, keepdim),
 }
+
+
+#: Entries whose ops refuse complex inputs (an OpError); every other entry is also checked on complex ones.
+REAL_ONLY = {
+    "slogdet", "pinv", "cholesky", "qr", "eigh", "eigvalsh", "svd", "svdvals", "matrix_norm"
+}
+#: decompositions fgraph refuses on complex input (docs/linalg.md).
+TORCH_TAKES_COMPLEX = {"slogdet", "pinv", "cholesky", "qr", "eigvalsh", "svd", "svdvals", "matrix_norm"}

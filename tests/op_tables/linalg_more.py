@@ -235,13 +235,14 @@ def _complex_parts_torch(x, y):
     return torch.real(z) * torch.imag(z) + z.imag * z.imag * z.real
 
 
-def _e(name, fg_fn, ref_fn, arity, case_strategy, domain=SMALL, max_examples=None) -> OpEntry:
-    return OpEntry(name, fg_fn, ref_fn, arity, case_strategy, domain, max_examples)
+def _e(name, fg_fn, ref_fn, arity, case_strategy, domain=SMALL, max_examples=None, **options) -> OpEntry:
+    return OpEntry(name, fg_fn, ref_fn, arity, case_strategy, domain, max_examples, **options)
 
 
 TABLE = [
+    # Imaginary parts as small as the real ones: exp(5 A) of a larger A is too ill-conditioned for complex64.
     _e("matrix_exp", lambda x: fg.linalg.matrix_exp(x * 5.0), lambda x: jax.scipy.linalg.expm(x * 5.0), 1,
-       MATRIX_EXP_CASES, max_examples=3),
+       MATRIX_EXP_CASES, max_examples=3, imag_domain=SMALL),
     _e("lstsq", lambda a, b, driver: fg.linalg.lstsq(rect(a), b, driver=driver).solution, _lstsq_ref, 2,
        LSTSQ_CASES, (SMALL, REAL), max_examples=3),
     _e("cond", lambda x, p: fg.linalg.cond(_cond_input(x, p), p), _cond_ref, 1, COND_CASES, max_examples=3),
@@ -297,4 +298,15 @@ TORCH = {
     "cholesky_ex": lambda x: torch.linalg.cholesky_ex(spd(x)).L,
     "solve_ex": lambda a, b: torch.linalg.solve_ex(well(a), b).result,
     "complex_parts": _complex_parts_torch,
+}
+
+
+#: Entries whose ops refuse complex inputs (an OpError); every other entry is also checked on complex ones.
+REAL_ONLY = {
+    "lstsq", "cond", "eigvals", "eig", "lu", "lu_factor", "lu_solve", "householder_product", "cholesky_ex",
+    "complex_parts"
+}
+#: decompositions fgraph refuses on complex input (docs/linalg.md).
+TORCH_TAKES_COMPLEX = {
+    "lstsq", "cond", "eigvals", "eig", "lu", "lu_factor", "lu_solve", "householder_product", "cholesky_ex",
 }

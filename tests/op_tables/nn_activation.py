@@ -130,3 +130,10 @@ TORCH = {
 
 #: PyTorch's float64 hardsigmoid multiplies by 1/6 rounded to float32 (relative error ~3e-8).
 TORCH_TOLERANCES = {"hardsigmoid": (1e-7, 1e-10)}
+
+
+#: Entries whose ops refuse complex inputs (an OpError); every other entry is also checked on complex ones.
+REAL_ONLY = {
+    "relu6", "leaky_relu", "elu", "selu", "celu", "gelu", "silu", "mish", "softplus", "hardtanh", "hardsigmoid",
+    "hardswish", "logsigmoid", "softmax", "log_softmax", "glu"
+}

@@ -59,3 +59,9 @@ TORCH = {
     "softmin": lambda x, **p: TF.softmin(x, **p),
     "rrelu_eval": lambda x, **p: TF.rrelu(x, training=False, **p),
 }
+
+
+#: Entries whose ops refuse complex inputs (an OpError); every other entry is also checked on complex ones.
+REAL_ONLY = {
+    "hardshrink", "softshrink", "threshold", "softmin", "rrelu_eval"
+}

@@ -50,3 +50,9 @@ def _torch_sdpa(q, k, v, mask=None, *, is_causal=False, scale=None):
 
 
 TORCH = {"scaled_dot_product_attention": _torch_sdpa}
+
+
+#: Entries whose ops refuse complex inputs (an OpError); every other entry is also checked on complex ones.
+REAL_ONLY = {
+    "scaled_dot_product_attention"
+}

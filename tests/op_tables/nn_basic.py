@@ -15,17 +15,17 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import fgraph.nn.functional as F
-from op_harness import Case, GRID_A, GRID_B, NONZERO, OpEntry, REAL, TF, cases
+from op_harness import Case, GRID_A, GRID_B, NONZERO, OpEntry, REAL, TF, cases, magnitude
 
 _KEY = jax.random.PRNGKey(42)
 
 
 def _pnorm(x, p, axis, keepdims=False):
-    a = jnp.abs(x)
+    a = magnitude(x)
     if p == math.inf:
         return jnp.max(a, axis=axis, keepdims=keepdims)
     if p == 2:
-        return jnp.sqrt(jnp.sum(x * x, axis=axis, keepdims=keepdims))
+        return jnp.sqrt(jnp.sum(a * a, axis=axis, keepdims=keepdims))
     return jnp.sum(a**p, axis=axis, keepdims=keepdims) ** (1.0 / p)
 
 
@@ -161,3 +161,11 @@ TORCH = {
     "embedding": lambda w, idx, **p: TF.embedding(_torch_index(idx), w, **p),
     "embedding_squared": lambda w, idx, **p: TF.embedding(_torch_index(idx), w, **p) ** 2,
 }
+
+
+#: Entries whose ops refuse complex inputs (an OpError); every other entry is also checked on complex ones.
+REAL_ONLY = {
+    "cosine_similarity", "dropout"
+}
+#: torch's autograd refuses complex outputs of these (its forward takes them).
+TORCH_REFUSES_COMPLEX = {"bilinear", "embedding", "embedding_squared"}

@@ -302,3 +302,12 @@ TORCH = {
     "kl_div": lambda x, t, **p: TF.kl_div(x, t, **p),
     "triplet_margin_loss": lambda a, pos, neg, p_norm=2.0, **p: TF.triplet_margin_loss(a, pos, neg, p=p_norm, **p),
 }
+
+
+#: Entries whose ops refuse complex inputs (an OpError); every other entry is also checked on complex ones.
+REAL_ONLY = {
+    "mse_loss", "mse_loss_weighted", "smooth_l1_loss", "huber_loss", "huber_loss_weighted", "nll_loss",
+    "cross_entropy", "cross_entropy_probs", "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"
+}
+#: torch's weight= path squares complex differences; its plain mse_loss refuses them, as fgraph does.
+TORCH_TAKES_COMPLEX = {"mse_loss_weighted"}

@@ -146,7 +146,7 @@ TABLE = [
     OpEntry("poisson_nll_loss", F.poisson_nll_loss, _poisson_ref, 2, cases(
         Case(((2, 3), (2, 3)), dict(reduction="mean")),
         Case(((2, 3), (2, 3)), dict(reduction="none", log_input=False, full=True)),
-    ), (POSITIVE, AWAY_FROM_1), max_examples=6),
+    ), (POSITIVE, AWAY_FROM_1), max_examples=6, complex_inputs=(0,)),  # a complex rate, real counts
     OpEntry("soft_margin_loss", F.soft_margin_loss, _soft_margin_ref, 1,
             cases(Case(((2, 3),), dict(reduction="mean"), (PM,))), REAL, max_examples=4),
     OpEntry("hinge_embedding_loss", F.hinge_embedding_loss, _hinge_ref, 1,
@@ -195,4 +195,11 @@ TORCH = {
     "multilabel_soft_margin_loss": lambda x, t, w=None, **p: TF.multilabel_soft_margin_loss(
         x, t, weight=None if w is None else _t(w, x.dtype), **p),
     "ctc_loss": lambda x, t, il, tl, **p: TF.ctc_loss(TF.log_softmax(x, 2), _t(t), _t(il), _t(tl), **p),
+}
+
+
+#: Entries whose ops refuse complex inputs (an OpError); every other entry is also checked on complex ones.
+REAL_ONLY = {
+    "gaussian_nll_loss", "soft_margin_loss", "hinge_embedding_loss", "margin_ranking_loss", "multi_margin_loss",
+    "multi_margin_loss_weighted", "multilabel_margin_loss", "multilabel_soft_margin_loss", "ctc_loss"
 }

@@ -143,3 +143,9 @@ TORCH = {
     "instance_norm": lambda x, w=None, b=None, *, eps: _torch_F().instance_norm(x, weight=w, bias=b, eps=eps),
     "batch_norm_train": lambda x, w, b, *, eps: _torch_F().batch_norm(x, None, None, w, b, training=True, eps=eps),
 }
+
+
+#: Entries whose ops refuse complex inputs (an OpError); every other entry is also checked on complex ones.
+REAL_ONLY = {
+    "layer_norm", "group_norm", "instance_norm", "batch_norm_train", "batch_norm_eval", "batch_norm_running_stats"
+}

@@ -160,3 +160,10 @@ def _torch(name):
 
 
 TORCH = {e.name: _torch(e.name) for e in TABLE}
+
+
+#: Entries whose ops refuse complex inputs (an OpError); every other entry is also checked on complex ones.
+REAL_ONLY = {
+    "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d",
+    "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "lp_pool2d"
+}

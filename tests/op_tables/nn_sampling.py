@@ -60,3 +60,9 @@ def _torch_interp(x, **params):
 
 
 TORCH = {"interpolate": _torch_interp}
+
+
+#: Entries whose ops refuse complex inputs (an OpError); every other entry is also checked on complex ones.
+REAL_ONLY = {
+    "interpolate"
+}

@@ -178,3 +178,9 @@ def _torch(name):
 
 
 TORCH = {e.name: _torch(e.name) for e in TABLE}
+
+
+#: Entries whose ops refuse complex inputs (an OpError); every other entry is also checked on complex ones.
+REAL_ONLY = {
+    "affine_grid", "grid_sample", "local_response_norm", "upsample"
+}

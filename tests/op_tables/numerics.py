@@ -138,8 +138,13 @@ def float_power(x, y):
     return fg.float_power(x, y)
 
 
+def _double(*xs):
+    wide = jnp.complex128 if any(jnp.iscomplexobj(x) for x in xs) else jnp.float64
+    return [x.astype(wide) for x in xs]
+
+
 def float_power_ref(x, y):
-    return jnp.power(x.astype(jnp.float64), y.astype(jnp.float64))
+    return jnp.power(*_double(x, y))
 
 
 def float_power_scalar(x, *, exponent):
@@ -147,7 +152,7 @@ def float_power_scalar(x, *, exponent):
 
 
 def float_power_scalar_ref(x, *, exponent):
-    return jnp.power(x.astype(jnp.float64), exponent)
+    return jnp.power(*_double(x), exponent)
 
 
 def clamp_min(x, *, bound):
@@ -248,3 +253,12 @@ TORCH = {
     "aminmax": lambda x, dim, keepdim: torch.stack(list(torch.aminmax(x, dim=dim, keepdim=keepdim))),
     "renorm": lambda x, p, dim, maxnorm: x.renorm(p, dim, maxnorm),
 }
+
+
+#: Entries whose ops refuse complex inputs (an OpError); every other entry is also checked on complex ones.
+REAL_ONLY = {
+    "logaddexp2", "xlogy", "xlogy_method", "copysign", "deg2rad", "rad2deg", "clamp_min", "clamp_max", "softmax",
+    "log_softmax", "cummax", "cummin", "cummax_ties", "cummin_ties", "aminmax"
+}
+#: torch: nan_to_num's autograd refuses complex outputs; nansum/nanmean refuse complex on CPU.
+TORCH_REFUSES_COMPLEX = {"nan_to_num", "nansum", "nanmean"}

@@ -56,3 +56,9 @@ TORCH = {
     "round_decimals": lambda x, decimals: torch.round(x, decimals=decimals),
     "frac": lambda x: torch.frac(x),
 }
+
+
+#: Entries whose ops refuse complex inputs (an OpError); every other entry is also checked on complex ones.
+REAL_ONLY = {
+    "floor", "ceil", "trunc", "fix", "round", "round_method", "round_decimals", "frac"
+}

@@ -348,3 +348,11 @@ try:
     TORCH = _torch()
 except ImportError:  # PyTorch is an optional oracle
     TORCH = {}
+
+
+#: Entries whose ops refuse complex inputs (an OpError); every other entry is also checked on complex ones.
+REAL_ONLY = {
+    "sort", "argsort_values", "msort", "topk", "kthvalue", "median_dim", "nanmedian_dim", "median_all",
+    "nanmedian_all", "mode", "quantile", "nanquantile", "quantile_q", "sort_ties", "topk_ties", "kthvalue_ties",
+    "median_dim_ties", "median_all_ties", "mode_ties"
+}

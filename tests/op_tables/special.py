@@ -54,3 +54,9 @@ TORCH = {
     "polygamma": lambda x, n: torch.polygamma(n, x),
     "polygamma_method": lambda x, n: x.polygamma(n),
 }
+
+
+#: Entries whose ops refuse complex inputs (an OpError); every other entry is also checked on complex ones.
+REAL_ONLY = {
+    "erf", "erfc", "erfinv", "lgamma", "digamma", "polygamma", "polygamma_method"
+}

@@ -96,3 +96,10 @@ TORCH = {
     "special_log_softmax": lambda x, dim: torch.special.log_softmax(x, dim),
     "special_logsumexp": lambda x, dim: torch.special.logsumexp(x, dim),
 }
+
+
+#: Entries whose ops refuse complex inputs (an OpError); every other entry is also checked on complex ones.
+REAL_ONLY = {
+    "xlog1py", "entr", "ndtr", "ndtri", "log_ndtr", "i0", "i0e", "i1", "i1e", "multigammaln", "zeta_q",
+    "special_gammaln", "special_psi", "special_softmax", "special_log_softmax"
+}

@@ -402,3 +402,9 @@ TORCH = {
     "cat": lambda *xs, dim: torch.cat(xs, dim),
     "stack": lambda *xs, dim: torch.stack(xs, dim),
 }
+
+
+#: Entries whose ops refuse complex inputs (an OpError); every other entry is also checked on complex ones.
+REAL_ONLY = {
+    "relu", "maximum", "minimum", "clamp"
+}

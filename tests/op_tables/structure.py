@@ -140,7 +140,12 @@ def direction_split_ref(x, *, fn, sections):
     return jnp.concatenate([p(q).reshape(-1) for q in getattr(jnp, fn)(x, sections)])
 
 
-_ATTRIBUTES = {"T": jnp.transpose, "H": jnp.transpose, "mH": lambda x: jnp.swapaxes(x, -1, -2)}
+def _matrix_transpose(x):
+    return jnp.swapaxes(x, -1, -2)
+
+
+_ATTRIBUTES = {"T": jnp.transpose, "H": lambda x: jnp.conj(x).T, "mH": lambda x: jnp.conj(_matrix_transpose(x)),
+               "mT": _matrix_transpose}
 
 
 def attribute_ref(x, *, name):
@@ -194,7 +199,6 @@ ATTRIBUTES = [
         C(((2, 3),), name="T"), C(((3, 2),), name="H"), C(((2, 3, 4),), name="mH"), C(((2, 2),), name="mT"),
     ]),
 ]
-_ATTRIBUTES["mT"] = _ATTRIBUTES["mH"]
 
 TABLE = [
     _group("clone_select_view_as", SELECT),

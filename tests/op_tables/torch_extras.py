@@ -62,7 +62,13 @@ def angle_real(x):
 
 
 def angle_real_ref(x):
+    if jnp.iscomplexobj(x):  # the complex checks of this entry
+        return jnp.angle(x)
     return jnp.where(x < 0, jnp.pi, 0.0).astype(x.dtype) + 0 * x
+
+
+def sgn_ref(x):
+    return x / jnp.abs(x) if jnp.iscomplexobj(x) else jnp.sign(x)  # JAX's sign has a zero derivative
 
 
 def polar(r, t):
@@ -184,7 +190,7 @@ TABLE = [
     OpEntry("polar", polar, polar_ref, 2, grid(BINARY[1:]), (POSITIVE, REAL), max_examples=4),
     OpEntry("conj", conj, conj_ref, 2, grid(BINARY[:1]), REAL, max_examples=4),
     OpEntry("sgn_complex", sgn_complex, sgn_complex_ref, 2, grid(BINARY[:1]), NONZERO, max_examples=4),
-    OpEntry("sgn_real", fg.sgn, jnp.sign, 1, grid(UNARY[:1]), NONZERO, max_examples=4),
+    OpEntry("sgn_real", fg.sgn, sgn_ref, 1, grid(UNARY[:1]), NONZERO, max_examples=4),
     OpEntry("view_as_complex", view_as_complex, view_as_complex_ref, 1, grid([((3, 2),)]), NONZERO, max_examples=3),
     OpEntry("fmax", fg.fmax, jnp.fmax, 2, grid(BINARY), (GRID_A, GRID_B)),
     OpEntry("fmin", lambda a, b: a.fmin(b), jnp.fmin, 2, grid(BINARY[:1]), (GRID_A, GRID_B)),
@@ -245,3 +251,12 @@ TORCH = {
 }
 #: PyTorch's bessel_j0 (its Cephes port drops the monic denominators' leading 1) is off by up to ~4e-7.
 TORCH_TOLERANCES = {"bessel_j0": (1e-6, 1e-6)}
+
+
+#: Entries whose ops refuse complex inputs (an OpError); every other entry is also checked on complex ones.
+REAL_ONLY = {
+    "bessel_j0", "bessel_j1", "erfcx", "angle_complex", "polar", "conj", "sgn_complex", "view_as_complex", "fmax",
+    "fmin", "cholesky_solve", "cholesky_inverse", "lu", "mvlgamma", "where_method"
+}
+#: decompositions fgraph refuses on complex input (docs/linalg.md).
+TORCH_TAKES_COMPLEX = {"cholesky_solve", "cholesky_inverse", "lu"}
