@@ -106,7 +106,8 @@ def _cdist_rule(ctx, g):
     return g1, g2
 
 
-CDIST = declare("cdist", _cdist_forward, _cdist_rule, params=("p",), save_inputs=True, save_result=True)
+CDIST = declare("cdist", _cdist_forward, _cdist_rule, params=("p",), save_inputs=True, save_result=True,
+                real_only=True)  # as torch's
 
 
 def _norm_order(p: Any, op: str) -> Any:
@@ -187,8 +188,9 @@ def _dist_rule(ctx, g):
     return (g_diff if ctx.needs[0] else None), (-g_diff if ctx.needs[1] else None)
 
 
+# dist of complex tensors is the norm of |input - other| (see dist), so the primitive sees real ones only.
 DIST = declare("dist", _dist_forward, _dist_rule, params=("ord", "dims", "keepdim"), save_inputs=True,
-               save_result=True)
+               save_result=True, real_only=True)
 
 
 def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
