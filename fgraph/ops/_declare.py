@@ -15,15 +15,10 @@ ops; missing ones are zeros). It returns one gradient per input (``None`` for
 inputs that need none), in the broadcast shape of the computation; the single
 helper :func:`fgraph.ops._broadcast.reduce_grad` sums them to each input's shape.
 
-Complex numbers. The engine carries PyTorch's convention: for a real loss ``L`` of
-``z = x + iy`` the gradient is ``dL/dx + i dL/dy``. A rule is written in the plain
-convention instead, the transpose of the op's Jacobian without conjugation (JAX's: for
-a holomorphic op, ``g * f'(z)``, the same formula as for real numbers). The two meet
-here and only here: a complex ``grad`` is conjugated before the rule sees it, and each
-gradient the rule returns for a complex input is conjugated after it, since PyTorch's
-gradient is ``conj(vjp(conj(grad)))``. Real tensors pass untouched. Ops whose math is
-defined on the real line only (orderings, rounding, most special functions) are declared
-``real_only`` and refuse complex tensors with an :class:`~fgraph.errors.OpError`.
+Complex numbers: a rule is the plain transpose of its op (for a holomorphic op ``g * f'(z)``,
+the real formula); PyTorch's convention (``dL/dx + i dL/dy``) is applied here and only here,
+by conjugating a complex ``grad`` before the rule and each complex input's gradient after it
+(:mod:`fgraph.ops._complex`). Ops defined on real numbers only are declared ``real_only``.
 
 The same rule serves both backward paths:
 
@@ -49,7 +44,8 @@ from fgraph.autograd.saved_tensors import Packed, pack_saved, unpack_saved
 from fgraph.autograd.graph import Node, next_sequence_nr
 from fgraph.errors import OpError
 from fgraph.lazy._state import LAZY
-from fgraph.ops._real_only import complex_refused
+from fgraph.ops._complex import ComplexRefused, RealOnly, complex_refused
+from fgraph.ops._complex import conj_grad as _conj
 from fgraph.tensor import Tensor, _is_torch_tensor, _torch_message, _wrap, _wrap_output
 
 __all__ = ["OpDef", "RuleContext", "declare", "apply_op", "apply_unary", "registry"]
@@ -164,7 +160,7 @@ class OpDef:
         if fn is None:
             forward = functools.partial(self.forward, **params._asdict()) if params else self.forward
             if self.real_only:
-                forward = _RealOnly(forward)
+                forward = RealOnly(forward)
             fn = self._kernels[params] = jax.jit(forward)
         return fn
 
@@ -409,7 +405,7 @@ def _explain(op: OpDef, args: tuple, params: Any, exc: Exception) -> OpError:
             return OpError(f"{op.name}: argument {i} is a {type(a).__name__}; fgraph ops take Tensors: wrap it "
                            f"with fg.tensor(...) first.")
     described = ", ".join(_describe(a) for a in args)
-    if isinstance(exc, _ComplexRefused):
+    if isinstance(exc, ComplexRefused):
         return complex_refused(op.name, described, op.complex_fix)
     first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     hint = op.hint(args, params) if op.hint is not None else ""
@@ -593,33 +589,6 @@ def _finish(outs: Any, needs: tuple, in_meta: tuple) -> tuple:
     return tuple(
         _conj(reduce_grad(o, *meta)) if need and o is not None else None for o, need, meta in zip(outs, needs, in_meta)
     )
-
-
-def _conj(g: Tensor) -> Tensor:
-    """``conj(g)`` for a complex gradient, a real one as it is: PyTorch's convention <-> the rules'
-    (module docstring). Conjugation is its own inverse, so one helper serves both directions."""
-    if g.dtype.kind != "c":
-        return g
-    return apply_unary(registry["conj"], g)
-
-
-class _ComplexRefused(TypeError):
-    """A ``real_only`` op was traced on a complex array (turned into an :class:`OpError` by :func:`_explain`)."""
-
-
-class _RealOnly:
-    """A ``real_only`` op's forward: refuses complex arrays when traced (a real signature compiles as before)."""
-
-    __slots__ = ("forward", "__weakref__")  # jax.jit keeps a weak reference to what it compiles
-
-    def __init__(self, forward: Callable) -> None:
-        self.forward = forward
-
-    def __call__(self, *arrays: Any) -> Any:
-        for a in arrays:
-            if getattr(a, "dtype", None) is not None and a.dtype.kind == "c":
-                raise _ComplexRefused()
-        return self.forward(*arrays)
 
 
 def _missing_rule(node: OpNode) -> RuntimeError:

@@ -38,7 +38,7 @@ from jax import lax
 from fgraph.errors import OpError
 from fgraph.ops._declare import apply_op, declare
 from fgraph.ops._index_checks import check_bounds, check_tensor, hashable_scalar, index_array, norm_dim
-from fgraph.ops._real_only import refuse_complex
+from fgraph.ops._complex import refuse_complex
 from fgraph.ops.elementwise import div, eq, logical_and, logical_not, mul, sub, to_dtype, where
 from fgraph.ops.shape import expand, reshape
 from fgraph.tensor import Tensor, _wrap

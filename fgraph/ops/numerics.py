@@ -34,7 +34,7 @@ from fgraph.errors import OpError
 from fgraph.ops._declare import apply_op, apply_unary, declare
 from fgraph.ops._index_checks import is_traced
 from fgraph.ops._math_helpers import check_number, describe, floating_args, operands_hint
-from fgraph.ops._real_only import refuse_complex
+from fgraph.ops._complex import refuse_complex
 from fgraph.ops.elementwise import Number, clamp, eq, exp, le, logical_and, pow, to_dtype, where, zeros_of
 from fgraph.ops.elementwise_math import exp2
 from fgraph.ops.rounding import isfinite

@@ -35,7 +35,7 @@ import jax.scipy.special as jsp
 from fgraph.errors import OpError
 from fgraph.nn.functional._utils import check_float, check_tensor, dim_index, no_inplace
 from fgraph.ops._declare import apply_unary, declare
-from fgraph.ops._real_only import refuse_complex
+from fgraph.ops._complex import refuse_complex
 from fgraph.ops.shape import reshape
 from fgraph.ops.elementwise import (
     exp,

@@ -36,7 +36,7 @@ from fgraph.errors import OpError
 from fgraph.nn.functional._utils import check_float, dim_index, no_inplace
 from fgraph.nn.functional.activation import SOFTMAX, leaky_relu
 from fgraph.ops._declare import apply_unary
-from fgraph.ops._real_only import refuse_complex
+from fgraph.ops._complex import refuse_complex
 from fgraph.ops.elementwise import add, eq, le, log, lt, mul, neg, sub, to_dtype, where
 from fgraph.ops.elementwise_math import log1p
 from fgraph.ops.random_ops import rand

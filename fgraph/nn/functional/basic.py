@@ -40,7 +40,7 @@ from fgraph.nn.functional._utils import (
     no_inplace,
 )
 from fgraph.ops._declare import apply_op, declare
-from fgraph.ops._real_only import refuse_complex
+from fgraph.ops._complex import refuse_complex
 from fgraph.ops.elementwise import clamp, mul, relu
 from fgraph.ops.linalg_norms import vector_norm_of
 from fgraph.ops.einsum import einsum

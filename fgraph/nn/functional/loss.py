@@ -50,7 +50,7 @@ from fgraph.nn.functional._utils import (
 from fgraph.nn.functional.activation import log_softmax, logsigmoid
 from fgraph.nn.functional.basic import pairwise_distance
 from fgraph.ops._declare import apply_op, declare
-from fgraph.ops._real_only import refuse_complex
+from fgraph.ops._complex import refuse_complex
 from fgraph.ops.elementwise import (
     abs as _abs,
     clamp,

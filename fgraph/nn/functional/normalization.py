@@ -21,7 +21,7 @@ from typing import Optional, Sequence, Union
 from fgraph.errors import OpError
 from fgraph.nn.functional._utils import check_float, check_tensor
 from fgraph.nn.functional.pooling import avg_pool2d
-from fgraph.ops._real_only import refuse_complex
+from fgraph.ops._complex import refuse_complex
 from fgraph.ops.elementwise import add, div, mul, pow, sub
 from fgraph.ops.elementwise_math import rsqrt
 from fgraph.ops.reduction import mean, var

@@ -30,7 +30,7 @@ from fgraph.nn.functional._conv_primitive import conv_general
 from fgraph.nn.functional._pool_primitives import take_last, window_argmax
 from fgraph.nn.functional._utils import IntOrTuple, check_float, int_tuple
 from fgraph.nn.functional.sampling import _resample_dim
-from fgraph.ops._real_only import refuse_complex
+from fgraph.ops._complex import refuse_complex
 from fgraph.ops.elementwise import abs as _abs, mul, pow, relu, sign
 from fgraph.ops.linalg import matmul
 from fgraph.ops.shape import reshape, squeeze, unsqueeze

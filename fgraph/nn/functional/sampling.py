@@ -28,7 +28,7 @@ import numpy as np
 
 from fgraph.errors import OpError
 from fgraph.nn.functional._utils import check_float
-from fgraph.ops._real_only import refuse_complex
+from fgraph.ops._complex import refuse_complex
 from fgraph.ops.linalg import matmul
 from fgraph.ops.shape import reshape
 from fgraph.tensor import Tensor, tensor

@@ -35,7 +35,7 @@ from fgraph.nn.functional._pool_primitives import take_last
 from fgraph.nn.functional._utils import IntOrTuple, check_float, check_tensor, int_tuple
 from fgraph.nn.functional.conv import conv_transpose2d
 from fgraph.ops._declare import apply_op, declare
-from fgraph.ops._real_only import refuse_complex
+from fgraph.ops._complex import refuse_complex
 from fgraph.ops.elementwise import abs as _abs, add, clamp, eq, mul, sub, where
 from fgraph.ops.elementwise_math import fmod, remainder
 from fgraph.ops.linalg import matmul
