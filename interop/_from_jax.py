@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fgraph.autograd._jax_vjp import Jvp as _Jvp
 from fgraph.autograd._jax_vjp import Vjp as _Vjp
 from fgraph.autograd.function import Function, FunctionBackward
 from fgraph.tensor import Tensor, _wrap
@@ -79,8 +80,10 @@ def _op(fn: Callable, prefix: str) -> type:
 
     def forward(ctx: Any, *tensors: Tensor) -> tuple:
         ctx.save_for_backward(*tensors)
+        ctx.save_for_forward(*tensors)
         outs = jitted(*[t.data for t in tensors])
         ctx.float_out = tuple(j for j, o in enumerate(outs) if _is_float(o.dtype))
+        ctx.n_out = len(outs)
         return tuple(_wrap(o) for o in outs)
 
     def backward(ctx: Any, *grads: Tensor) -> tuple:
@@ -97,8 +100,22 @@ def _op(fn: Callable, prefix: str) -> type:
             result[i] = g
         return tuple(result)
 
+    def jvp(ctx: Any, *tangents: Tensor) -> tuple:  # forward-mode AD: jax.jvp of the function, as an op
+        xs = ctx.saved_tensors
+        float_in = tuple(i for i, (x, t) in enumerate(zip(xs, tangents)) if t is not None and _is_float(x.dtype))
+        key = ("jvp", float_in, ctx.float_out)
+        jvp_op = cls._vjp_ops.get(key)
+        if jvp_op is None:
+            jvp_op = cls._vjp_ops[key] = _op(_Jvp(fn, float_in, ctx.float_out, len(xs)), prefix + "Jvp")
+        outs = jvp_op.apply(*xs, *[tangents[i] for i in float_in])
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        result: list = [None] * ctx.n_out
+        for j, t in zip(ctx.float_out, outs):
+            result[j] = t
+        return tuple(result)
+
     cls = type(prefix, (Function,), {"forward": staticmethod(forward), "backward": staticmethod(backward),
-                                     "__module__": __name__})
+                                     "jvp": staticmethod(jvp), "__module__": __name__})
     cls._backward_cls = type(f"{prefix}Backward0", (FunctionBackward,),
                              {"__slots__": (), "_function": cls, "__module__": __name__})
     cls._vjp_ops = {}

@@ -253,9 +253,15 @@ def test_strict_errors_and_zeros_otherwise():
         F.jvp(partial, (x, y), (x, y), strict=True)
 
 
-def test_forward_mode_strategy_not_implemented():
-    with pytest.raises(NotImplementedError, match="forward-mode"):
-        F.jacobian(lambda a: a, t64([1.0]), strategy="forward-mode")
+def test_forward_mode_strategy_is_jacfwd_and_needs_vectorize():
+    a, b = t64([1.0, 2.0]), t64([3.0])
+    jac = F.jacobian(lambda u, v: (u * v, fg.sin(u)), (a, b), strategy="forward-mode", vectorize=True)
+    rev = F.jacobian(lambda u, v: (u * v, fg.sin(u)), (a, b))
+    for row, row_rev in zip(jac, rev):
+        for block, block_rev in zip(row, row_rev):
+            np.testing.assert_allclose(block.numpy(), block_rev.numpy(), rtol=1e-12)
+    with pytest.raises(RuntimeError, match="requires vectorize=True"):
+        F.jacobian(lambda u: u, t64([1.0]), strategy="forward-mode")
     with pytest.raises(ValueError, match="strategy"):
         F.jacobian(lambda a: a, t64([1.0]), strategy="sideways")
 

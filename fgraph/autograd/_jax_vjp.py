@@ -1,4 +1,5 @@
-"""``jax.vjp`` of a flat JAX program, as another flat JAX program (for ops whose rule is JAX's AD).
+"""``jax.vjp`` (and ``jax.jvp``) of a flat JAX program, as another flat JAX program (for ops whose rule is
+JAX's AD).
 
 Shared by :func:`interop.from_jax` and the fused ``create_graph`` passes of
 :mod:`fgraph.autograd.fused_create_graph`: a program ``fn(*xs) -> tuple`` becomes
@@ -31,6 +32,21 @@ class Vjp:
         _, pullback = jax.vjp(Restricted(self.fn, xs, self.float_in, self.float_out),
                               *[xs[i] for i in self.float_in])
         return tuple(map(jnp.conj, pullback(tuple(map(jnp.conj, cts)))))  # conj of a real array: itself
+
+
+class Jvp:
+    """``(*xs, *tangents of xs[float_in]) -> tangents of the outputs float_out`` by ``jax.jvp`` of ``fn``."""
+
+    __slots__ = ("fn", "float_in", "float_out", "n", "__weakref__")
+
+    def __init__(self, fn: Callable, float_in: tuple, float_out: tuple, n: int) -> None:
+        self.fn, self.float_in, self.float_out, self.n = fn, float_in, float_out, n
+
+    def __call__(self, *args: Any) -> tuple:
+        xs, tangents = args[: self.n], args[self.n:]
+        _, out = jax.jvp(Restricted(self.fn, xs, self.float_in, self.float_out),
+                         tuple(xs[i] for i in self.float_in), tuple(tangents))
+        return tuple(out)
 
 
 class Restricted:

@@ -15,6 +15,7 @@ from typing import Any, Callable, Optional
 import jax
 
 from fgraph.autograd._hook_calls import call_post_hooks, call_pre_hooks, call_tensor_pre_hooks, hook_name
+from fgraph.autograd.forward_ad import open_levels
 from fgraph.autograd.grad_mode import _GRAD_ENABLED
 from fgraph.autograd.graph import AccumulateGrad, GraphRoot, Node
 from fgraph.errors import GradError
@@ -203,6 +204,11 @@ _sum_kernel = jax.jit(_sum_arrays)
 
 def _sum_grads(grads: list) -> Tensor:
     """The sum of ``grads`` (left to right, as repeated ``add``), one kernel when nothing is recorded."""
+    if open_levels():  # dual gradients: added as ops, so their tangents add too
+        total = grads[0]
+        for g in grads[1:]:
+            total = _accumulate_buffer(total, g)
+        return total
     if _GRAD_ENABLED.get():
         for g in grads:
             if g._edge is not None:  # create_graph: record the sum so it can be differentiated again

@@ -35,6 +35,7 @@ from fgraph.autograd.anomaly import anomaly_apply
 from fgraph.autograd.grad_mode import _GRAD_ENABLED
 from fgraph.autograd.gradients import Gradients
 from fgraph.autograd._ready_heap import _compute_dependencies, _init_to_execute, _run_ready_heap
+from fgraph.autograd.forward_ad import open_levels
 from fgraph.autograd.graph import GradientEdge, GraphRoot, Node
 from fgraph.errors import GradError
 from fgraph.lazy._state import LAZY
@@ -352,9 +353,10 @@ def _execute_pass(roots: tuple, seeds: list, inputs: Optional[tuple], create_gra
     callbacks = _PassCallbacks()
     task_token = _CALLBACKS.set(callbacks)
     fusion.pass_started()
+    dual = bool(open_levels())  # dual values: rules run on Tensors, node by node, so tangents flow
     try:
         lazy = LAZY.get()
-        if anomaly is None and (lazy is None or not create_graph):
+        if anomaly is None and not dual and (lazy is None or not create_graph):
             fused = _run_fused(graph_root, root_nr, seeds, output_edges, accumulate, min_topo, create_graph, lazy)
             if fused is not None:
                 return fused
@@ -373,7 +375,7 @@ def _execute_pass(roots: tuple, seeds: list, inputs: Optional[tuple], create_gra
                             anomaly_apply(anomaly))
             _run_callbacks(callbacks)
             return captured, leaf_grads
-        if not create_graph and lazy is None and len(dependencies) >= fusion.MAX_NODES:
+        if not create_graph and not dual and lazy is None and len(dependencies) >= fusion.MAX_NODES:
             fused = segments.try_run(graph_root, root_nr, seeds, dependencies, exec_info, len(output_edges),
                                      accumulate, min_topo)
             if fused is not None:

@@ -11,7 +11,10 @@ calls your ``backward``. This is PyTorch's ``torch.autograd.Function``:
   ``ctx.needs_input_grad``, ``ctx.mark_non_differentiable(*outputs)``,
   ``ctx.set_materialize_grads(bool)`` and any attributes of your own;
 * ``backward(ctx, *grad_outputs)`` returns one gradient per positional input
-  (``None`` for inputs that are not Tensors or need no gradient).
+  (``None`` for inputs that are not Tensors or need no gradient);
+* for forward-mode AD, ``jvp(ctx, *tangents)`` returns one tangent per output from one
+  per positional input (zeros for a Tensor without one, ``None`` for other inputs), reading
+  what ``ctx.save_for_forward(*tensors)`` kept through ``ctx.saved_tensors``.
 
 ``backward`` runs with grad mode as the engine set it: on under
 ``create_graph=True``, so a backward written in fgraph ops is differentiable
@@ -48,7 +51,9 @@ import jax
 import jax.numpy as jnp
 
 from fgraph._dtypes import is_differentiable_dtype
+from fgraph.autograd._forward_rules import propagate_function
 from fgraph.autograd._record_state import RECORD_EXTRAS
+from fgraph.autograd.forward_ad import masked_to, open_levels
 from fgraph.autograd.anomaly import forward_stack
 from fgraph.autograd.grad_mode import _GRAD_ENABLED
 from fgraph.autograd.graph import GradientEdge, Node, next_sequence_nr
@@ -87,6 +92,8 @@ class FunctionCtx:
 
     def __init__(self) -> None:
         self._fg_to_save: Optional[tuple] = None
+        self._fg_for_forward: Optional[tuple] = None  # save_for_forward's; saved_tensors inside jvp
+        self._fg_in_jvp = False
         self._fg_node_ref: Optional[weakref.ref] = None
         self._fg_non_differentiable: tuple = ()
         self._fg_materialize = True
@@ -103,6 +110,10 @@ class FunctionCtx:
                 )
         self._fg_to_save = tensors
 
+    def save_for_forward(self, *tensors: Optional[Tensor]) -> None:
+        """Keep ``tensors`` for ``jvp`` (forward-mode AD), where ``ctx.saved_tensors`` returns them."""
+        self._fg_for_forward = tensors
+
     @property
     def saved_tensors(self) -> tuple[Optional[Tensor], ...]:
         """The tensors given to :meth:`save_for_backward`, as they were saved.
@@ -111,6 +122,8 @@ class FunctionCtx:
         node (so double backward flows through it); saved inputs are the records
         that were passed in.
         """
+        if self._fg_in_jvp:
+            return tuple(self._fg_for_forward or ())
         ref = self._fg_node_ref
         if ref is None:  # still in forward/setup_context, or nothing was recorded
             return tuple(self._fg_to_save or ())
@@ -341,13 +354,15 @@ class Function:
                 needs.append(False)
         ctx = FunctionCtx()
         ctx.needs_input_grad = tuple(needs)
+        levels = open_levels()
         token = _GRAD_ENABLED.set(False)
         try:
-            if setup:
-                output = cls.forward(*args, **kwargs)
-                cls.setup_context(ctx, args, output)
-            else:
-                output = cls.forward(ctx, *args, **kwargs)
+            with masked_to(()):  # forward sees primals; the tangents come from jvp
+                if setup:
+                    output = cls.forward(*args, **kwargs)
+                    cls.setup_context(ctx, args, output)
+                else:
+                    output = cls.forward(ctx, *args, **kwargs)
         finally:
             _GRAD_ENABLED.reset(token)
         is_tuple = isinstance(output, tuple)
@@ -359,7 +374,16 @@ class Function:
             result = tuple([_plain(o) for o in outputs])
             ctx._fg_to_save = None
         ctx._fg_non_differentiable = ()
+        if levels:
+            propagate_function(cls, ctx, args, result, levels)
         return result if is_tuple else result[0]
+
+    @staticmethod
+    def jvp(ctx: FunctionCtx, *tangents: Any) -> Any:
+        """Tangents of the outputs from the tangents of the inputs (forward-mode AD), one per output."""
+        raise NotImplementedError(
+            "You must implement the jvp function for custom fgraph.autograd.Function to use it with forward mode "
+            "AD (jvp(ctx, *tangents) returns one tangent per output; ctx.save_for_forward keeps what it needs).")
 
 
 def _bind(cls: type, args: tuple, kwargs: dict, setup: bool) -> tuple[tuple, dict]:

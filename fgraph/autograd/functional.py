@@ -16,9 +16,10 @@ The API, return structures and ``strict`` semantics are those of
 * With ``strict=False`` an output independent of an input gives zeros; with
   ``strict=True`` it raises :class:`fgraph.GradError` (a ``RuntimeError``).
 
-Forward-mode products (``jvp``, ``hvp``) use the double-backward trick, as
-PyTorch does: a backward pass with a dummy ``grad_outputs`` that requires grad,
-then a second backward pass with respect to that dummy.
+``jvp`` and ``hvp`` are forward mode (:mod:`fgraph.autograd.forward_ad`; PyTorch computes
+them with the double-backward trick, with the same values): ``jvp`` is one pass on dual
+tensors, ``hvp`` forward-over-reverse. ``jacobian(..., strategy="forward-mode",
+vectorize=True)`` is :func:`fgraph.func.jacfwd`.
 
 Example:
     >>> import fgraph as fg
@@ -34,7 +35,9 @@ from typing import Any, Callable, Optional, Sequence, Union
 import jax
 import jax.numpy as jnp
 
+from fgraph.autograd import _functional_forward as _forward
 from fgraph.autograd.engine import grad as _engine_grad
+from fgraph.autograd.forward_ad import carry, is_dual
 from fgraph.autograd.grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 from fgraph.errors import GradError
 from fgraph.tensor import Tensor, _wrap
@@ -96,14 +99,14 @@ def _grad_preprocess(inputs: tuple, create_graph: bool, need_graph: bool) -> tup
             res.append(_identity_view(inp))
         else:
             leaf = inp.detach()
-            res.append(leaf.requires_grad_() if need_graph else leaf)
+            res.append(carry(inp, leaf.requires_grad_() if need_graph else leaf))  # tangents stay (forward AD)
     return tuple(res)
 
 
 def _grad_postprocess(values: tuple, create_graph: bool) -> tuple:
     """Detach results (recursively through nested tuples) unless the caller asked for a graph."""
     if isinstance(values[0], Tensor):
-        return values if create_graph else tuple(v.detach() for v in values)
+        return values if create_graph else tuple(carry(v, v.detach()) for v in values)
     return tuple(_grad_postprocess(v, create_graph) for v in values)
 
 
@@ -247,9 +250,10 @@ def jvp(func: Callable[..., Tensors], inputs: Tensors, v: Optional[Tensors] = No
         create_graph: bool = False, strict: bool = False) -> tuple[Tensors, Tensors]:
     """Jacobian-vector product ``J v`` of ``func`` at ``inputs``; returns ``(func(*inputs), jvp)``.
 
-    ``v`` has the shape of ``inputs`` (it may be omitted for a single-element
-    input). Computed by the double-backward trick (two reverse passes), like
-    PyTorch. The product has the structure of the outputs.
+    ``v`` has the shape and dtype of ``inputs`` (it may be omitted for a single-element
+    input). Forward mode: one pass of ``func`` on dual tensors (PyTorch's version uses the
+    double-backward trick; the values are the same). The product has the structure of the
+    outputs.
 
     Example:
         >>> import fgraph as fg
@@ -259,32 +263,7 @@ def jvp(func: Callable[..., Tensors], inputs: Tensors, v: Optional[Tensors] = No
         >>> t.tolist()
         [2.0, 4.0]
     """
-    with enable_grad():
-        is_inputs_tuple, inputs_t = _as_tuple(inputs, "inputs", "jvp")
-        inputs_t = _grad_preprocess(inputs_t, create_graph=create_graph, need_graph=True)
-        if v is not None:
-            _, v_t = _as_tuple(v, "v", "jvp")
-            v_t = _grad_preprocess(v_t, create_graph=create_graph, need_graph=False)
-            _validate_v(v_t, inputs_t, is_inputs_tuple)
-        else:
-            v_t = None
-            if len(inputs_t) != 1 or inputs_t[0].numel() != 1:
-                raise GradError("The vector v can only be None if the input to the user-provided function is a "
-                                "single Tensor with a single element.")
-        outputs = func(*inputs_t)
-        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", "jvp")
-        _check_requires_grad(outputs, "outputs", strict)
-        # The backward pass is linear in grad_outputs, so their value does not matter;
-        # they only have to be finite and require grad.
-        dummies = tuple(_wrap(jnp.zeros(o.shape, o.dtype)).requires_grad_() for o in outputs)
-        grad_inputs = _autograd_grad(outputs, inputs_t, dummies, create_graph=True)
-        _check_requires_grad(grad_inputs, "grad_inputs", strict)
-    with set_grad_enabled(True if create_graph else is_grad_enabled()):
-        grad_res = _autograd_grad(grad_inputs, dummies, v_t, create_graph=create_graph)
-        result = _fill_in_zeros(grad_res, outputs, strict, create_graph, "back_trick")
-    outputs = _grad_postprocess(outputs, create_graph)
-    result = _grad_postprocess(result, create_graph)
-    return _tuple_postprocess(outputs, is_outputs_tuple), _tuple_postprocess(result, is_outputs_tuple)
+    return _forward.jvp(func, inputs, v, create_graph, strict)
 
 
 # -- jacobian -----------------------------------------------------------------------------------------
@@ -353,7 +332,7 @@ def _jacobian_vectorized(outputs: tuple, inputs: tuple) -> Optional[tuple]:
 def _stack_rows(rows: list, shape: tuple, dtype: Any, create_graph: bool) -> Tensor:
     if not rows:
         return _zeros(shape, dtype)
-    if create_graph and any(r.requires_grad for r in rows):
+    if (create_graph and any(r.requires_grad for r in rows)) or any(map(is_dual, rows)):
         from fgraph.ops.shape import reshape, stack
 
         return reshape(stack(rows, 0), shape)
@@ -417,10 +396,7 @@ def jacobian(func: Callable[..., Tensors], inputs: Tensors, create_graph: bool =
     if strategy not in _STRATEGIES:
         raise ValueError(f"jacobian: strategy must be one of {_STRATEGIES}, got {strategy!r}.")
     if strategy == "forward-mode":
-        raise NotImplementedError(
-            'jacobian: strategy="forward-mode" is not implemented in fgraph (there is no forward-mode AD); '
-            'use strategy="reverse-mode", or fgraph.autograd.functional.jvp for single products.'
-        )
+        return _forward.jacobian_forward(func, inputs, create_graph, strict, vectorize)
     with enable_grad():
         is_inputs_tuple, inputs_t = _as_tuple(inputs, "inputs", "jacobian")
         inputs_t = _grad_preprocess(inputs_t, create_graph=create_graph, need_graph=True)
@@ -431,7 +407,9 @@ def jacobian(func: Callable[..., Tensors], inputs: Tensors, create_graph: bool =
         if vectorize and strict:
             raise GradError("jacobian: `strict=True` and `vectorize=True` are not supported together. "
                             "Please either set `strict=False` or `vectorize=False`.")
-        result = _jacobian_vectorized(outputs, inputs_t) if vectorize and not create_graph else None
+        # Rows batched under jax.vmap come back as arrays: dual values (forward AD) go row by row.
+        batch = vectorize and not create_graph and not any(map(is_dual, outputs))
+        result = _jacobian_vectorized(outputs, inputs_t) if batch else None
         if result is None:
             result = _jacobian_rows(outputs, inputs_t, create_graph, strict)
         result = _grad_postprocess(result, create_graph)
@@ -545,8 +523,9 @@ def hvp(func: Callable[..., Tensor], inputs: Tensors, v: Optional[Tensors] = Non
         create_graph: bool = False, strict: bool = False) -> tuple[Tensor, Tensors]:
     """Hessian-vector product ``H v`` of the scalar ``func`` at ``inputs``; returns ``(func(*inputs), hvp)``.
 
-    Uses the double-backward trick (PyTorch's implementation); for twice
-    differentiable functions ``H`` is symmetric and this equals :func:`vhp`.
+    Forward-over-reverse: the gradient of ``func`` at dual inputs ``(inputs, v)`` is dual, and its
+    tangent is ``H v`` (PyTorch's version uses the double-backward trick; for twice
+    differentiable functions ``H`` is symmetric and this equals :func:`vhp`).
 
     Example:
         >>> import fgraph as fg
@@ -556,11 +535,4 @@ def hvp(func: Callable[..., Tensor], inputs: Tensors, v: Optional[Tensors] = Non
         >>> p.tolist()
         [6.0, 0.0]
     """
-    with enable_grad():
-        is_inputs_tuple, inputs_t, v_t, outputs, is_outputs_tuple, jac = _scalar_function_and_jacobian(
-            func, inputs, v, create_graph, strict, "hvp")
-        grad_jac = tuple(_wrap(jnp.zeros(inp.shape, inp.dtype)).requires_grad_() for inp in inputs_t)
-        double_back = _autograd_grad(jac, inputs_t, grad_jac, create_graph=True)
-        _check_requires_grad(jac, "hessian", strict)
-    return _second_backward(double_back, grad_jac, v_t, outputs, (is_inputs_tuple, is_outputs_tuple), create_graph,
-                            strict, "double_back_trick", like=inputs_t)
+    return _forward.hvp(func, inputs, v, create_graph, strict)

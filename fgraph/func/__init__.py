@@ -1,4 +1,5 @@
-"""torch.func's API on fgraph's engine: functional_call, grad, grad_and_value, vjp, jvp, jacrev, jacfwd, hessian, vmap.
+"""torch.func's API on fgraph's engine: functional_call, grad, grad_and_value, vjp, jvp, jacrev, jacfwd, hessian,
+linearize, vmap.
 
 Functions of Tensors and pytrees of Tensors (dicts of parameters, tuples) in,
 functions computing derivatives or batched results out; they compose
@@ -20,7 +21,9 @@ Example:
     ((5, 2, 3), (5, 2))
 """
 from fgraph.func.functional_call import functional_call
-from fgraph.func.transforms import grad, grad_and_value, hessian, jacfwd, jacrev, jvp, vjp
+from fgraph.func.transforms import grad, grad_and_value, hessian, jacfwd, jacrev, jvp, linearize, vjp
 from fgraph.func.vmap import vmap
 
-__all__ = ["functional_call", "grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap"]
+__all__ = [
+    "functional_call", "grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "linearize", "vmap",
+]

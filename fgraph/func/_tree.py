@@ -26,6 +26,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import jax
 
+from fgraph.autograd.forward_ad import carry
 from fgraph.tensor import Tensor
 
 __all__ = ["is_tensor", "tensor_leaves", "flatten", "unflatten", "tree_map", "detach_tree", "key_orders",
@@ -178,7 +179,7 @@ def _is_sorted(keys: tuple) -> bool:
 
 
 def _detach_leaf(x: Any) -> Any:
-    return x.detach() if isinstance(x, Tensor) and x.requires_grad else x
+    return carry(x, x.detach()) if isinstance(x, Tensor) and x.requires_grad else x
 
 
 def detach_tree(tree: Any) -> Any:

@@ -10,9 +10,11 @@ compose (``grad(grad(f))``, ``jacrev(jacrev(f))``, ``hessian``) and how a
 gradient can be differentiated again by ``fg.grad``. Otherwise results are
 graph-free and computed by the fast (fused) backward.
 
-fgraph has no forward-mode AD: ``jvp`` uses the double-vjp trick and ``jacfwd``
-computes the same Jacobian as ``jacrev`` (reverse mode). Results equal
-torch.func's.
+``jvp`` and ``jacfwd`` are forward mode (:mod:`fgraph.autograd.forward_ad`): ``jvp`` pushes
+the tangents through one forward pass of dual tensors, ``jacfwd`` is ``vmap`` of ``jvp`` over
+the input basis (one batched forward pass), ``hessian`` is ``jacfwd(jacrev(f))``
+(forward-over-reverse) and ``linearize`` returns the output and the ``jvp`` function.
+Results equal torch.func's.
 
 Example:
     >>> import fgraph as fg
@@ -34,12 +36,14 @@ import jax.numpy as jnp
 
 from fgraph._dtypes import is_differentiable_dtype
 from fgraph.autograd import functional as _functional
+from fgraph.autograd import forward_ad
 from fgraph.autograd.engine import grad as _engine_grad
+from fgraph.autograd.forward_ad import carry
 from fgraph.autograd.grad_mode import enable_grad, is_grad_enabled
 from fgraph.func._tree import detach_tree, same_structure, tensor_leaves, unflatten
 from fgraph.tensor import Tensor, _wrap
 
-__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian"]
+__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "linearize"]
 
 Argnums = Union[int, tuple]
 
@@ -76,7 +80,7 @@ def _fresh_leaf(t: Tensor, connected: bool) -> Tensor:
     """A new differentiable record for ``t``: an identity view on its graph, or a fresh leaf."""
     if connected and t.requires_grad:
         return _functional._identity_view(t)
-    return t.detach().requires_grad_()
+    return carry(t, t.detach().requires_grad_())  # a dual input stays dual: grad inside jvp (forward-over-reverse)
 
 
 class _Prepared:
@@ -312,9 +316,10 @@ class _FlatFunction:
 def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False, has_aux: bool = False) -> tuple:
     """``(func(*primals), J @ tangents)``: the Jacobian-vector product (``torch.func.jvp``).
 
-    ``primals`` and ``tangents`` are tuples with the same structure; the result
-    has the structure of the output. Computed with two reverse passes (the
-    double-vjp trick), as fgraph has no forward mode.
+    ``primals`` and ``tangents`` are tuples with the same structure (each tangent with its
+    primal's shape and dtype); the result has the structure of the output. Forward mode:
+    one pass of ``func`` on dual tensors. Calls nest (``jvp`` of ``jvp``, ``jvp`` of
+    ``grad``), and ``vmap`` over it is ``jacfwd``.
 
     Example:
         >>> import fgraph as fg
@@ -333,20 +338,69 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False, ha
                          f"got {p_def} and {t_def}.")
     for i, (p, t) in enumerate(zip(p_leaves, t_leaves)):
         _check_diff_leaf(p, i, "jvp")
-        if not isinstance(t, Tensor) or t.shape != p.shape:
-            got = t.shape if isinstance(t, Tensor) else type(t).__name__
-            raise ValueError(f"jvp(f, primals, tangents): tangent {i} must be a Tensor of shape {p.shape} "
-                             f"(its primal's), got {got}.")
+        if not isinstance(t, Tensor) or t.shape != p.shape or t.dtype != p.dtype:
+            got = f"{t.shape} {t.dtype}" if isinstance(t, Tensor) else type(t).__name__
+            raise ValueError(f"jvp(f, primals, tangents): tangent {i} must be a Tensor of shape {p.shape} and dtype "
+                             f"{p.dtype} (its primal's), got {got}.")
     connected = _connected(primals, {})
-    nums = tuple(range(len(primals)))
-    prep = _Prepared(primals, nums, False, "jvp")
-    flat_fn = _FlatFunction(func, primals, {}, prep, nums, has_aux, "jvp")
-    outs, jvps = _functional.jvp(flat_fn, tuple(p_leaves), tuple(t_leaves), create_graph=connected, strict=strict)
-    value = unflatten(flat_fn.out_def, outs)
-    result = unflatten(flat_fn.out_def, jvps)
+    with forward_ad.dual_level():
+        # Not connected: no primal records a node here anyway; detaching would also stop JAX's own
+        # derivatives when traced (interop.to_jax of a function computing a jvp).
+        duals = [forward_ad.make_dual(p, t) for p, t in zip(p_leaves, t_leaves)]
+        out, aux = _split_aux(func(*unflatten(p_def, duals)), has_aux, "jvp")
+        out_leaves, out_def = tensor_leaves(out)
+        _check_outputs(out_leaves, "jvp")
+        if not out_leaves:
+            raise ValueError("jvp(f, primals, tangents): f(*primals) returned no Tensors.")
+        values, tangents_out = [], []
+        for o in out_leaves:
+            primal, tangent = forward_ad.unpack_dual(o)
+            values.append(primal)
+            tangents_out.append(_zeros_like(o) if tangent is None else tangent)
+    value = _maybe_detach(unflatten(out_def, values), connected)
+    result = _maybe_detach(unflatten(out_def, tangents_out), connected)
     if has_aux:
-        return value, result, _maybe_detach(flat_fn.aux, connected)
+        return value, result, _maybe_detach(aux, connected)
     return value, result
+
+
+def linearize(func: Callable, *primals: Any) -> tuple:
+    """``(func(*primals), jvp_fn)`` with ``jvp_fn(*tangents) = J @ tangents`` at ``primals`` (``torch.func.linearize``).
+
+    Each call of ``jvp_fn`` is one forward-mode pass (:func:`jvp`); wrap it in ``fg.compile`` or
+    ``fg.lazy()`` to replay it as one compiled program.
+
+    Example:
+        >>> import fgraph as fg
+        >>> from fgraph.func import linearize
+        >>> out, jvp_fn = linearize(fg.sin, fg.tensor([0.0, 1.0]))
+        >>> [round(v, 4) for v in jvp_fn(fg.tensor([1.0, 1.0])).tolist()]
+        [1.0, 0.5403]
+    """
+    if not primals:
+        raise ValueError("linearize(f, *primals): at least one primal is needed.")
+    value = jvp(func, primals, tuple(_tree_zeros(p) for p in primals))[0]
+    return value, _Linearized(func, primals)
+
+
+class _Linearized:
+    """The ``jvp_fn`` of :func:`linearize`: tangents shaped like the primals -> the output's tangent."""
+
+    __slots__ = ("func", "primals")
+
+    def __init__(self, func: Callable, primals: tuple) -> None:
+        self.func, self.primals = func, primals
+
+    def __call__(self, *tangents: Any) -> Any:
+        if len(tangents) != len(self.primals):
+            raise ValueError(f"linearize's jvp_fn: expected {len(self.primals)} tangents (one per primal), got "
+                             f"{len(tangents)}.")
+        return jvp(self.func, self.primals, tangents)[1]
+
+
+def _tree_zeros(tree: Any) -> Any:
+    leaves, treedef = tensor_leaves(tree)
+    return unflatten(treedef, [_zeros_like(t) if isinstance(t, Tensor) else t for t in leaves])
 
 
 # -- Jacobians and Hessians -----------------------------------------------------------------------------
@@ -408,11 +462,11 @@ def jacrev(func: Callable, argnums: Argnums = 0, *, has_aux: bool = False, chunk
 
 
 def jacfwd(func: Callable, argnums: Argnums = 0, has_aux: bool = False, *, randomness: str = "error") -> Callable:
-    """The Jacobian of ``func`` (``torch.func.jacfwd``'s name and result).
+    """The Jacobian of ``func`` by forward mode (``torch.func.jacfwd``): ``vmap`` of :func:`jvp` over the
+    basis of the inputs, one batched forward pass (the cheap direction for few inputs and many outputs).
 
-    fgraph has no forward-mode AD, so this computes the same Jacobian as
-    :func:`jacrev` (reverse mode); the values and structure are torch's.
-    ``randomness`` is accepted for torch's signature.
+    The result has :func:`jacrev`'s structure (block ``o.shape + x.shape`` per output leaf ``o`` and input
+    leaf ``x``). ``randomness`` is ``vmap``'s, for random ops inside ``func``.
 
     Example:
         >>> import fgraph as fg
@@ -425,9 +479,63 @@ def jacfwd(func: Callable, argnums: Argnums = 0, has_aux: bool = False, *, rando
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        return _jacobian_impl(func, argnums, has_aux, "jacfwd", args, kwargs)
+        return _jacfwd_impl(func, argnums, has_aux, randomness, args, kwargs)
 
     return wrapper
+
+
+def _jacfwd_impl(func: Callable, argnums: Argnums, has_aux: bool, randomness: str, args: tuple,
+                 kwargs: dict) -> Any:
+    from fgraph.func.vmap import vmap
+    from fgraph.ops.movement import movedim
+    from fgraph.ops.shape import reshape
+
+    nums = _normalize_argnums(argnums, len(args), "jacfwd(f)(*args)")
+    prep = _Prepared(args, nums, False, "jacfwd")
+    _check_real(prep.leaves, "jacfwd", "inputs")
+    originals = [leaf for a in nums for leaf in tensor_leaves(args[a])[0]]
+    sizes = [t.numel() for t in originals]
+    flat_fn = _FlatFunction(func, args, kwargs, prep, nums, has_aux, "jacfwd")
+    push = _Pushforward(flat_fn, len(originals))
+    in_dims = (0,) * len(originals) + (None,) * len(originals)
+    tangents, aux = vmap(push, in_dims=in_dims, out_dims=(0, None), randomness=randomness)(
+        *_basis(originals, sum(sizes)), *originals)
+    per_output = []
+    for t in tangents:  # (n, *out.shape) -> one block out.shape + x.shape per input leaf
+        t = movedim(t, 0, -1)
+        blocks, start = [], 0
+        for x, size in zip(originals, sizes):
+            blocks.append(reshape(t[..., start:start + size], t.shape[:-1] + x.shape))
+            start += size
+        trees = prep.restructure(blocks)
+        per_output.append(trees[0] if isinstance(argnums, int) else tuple(trees))
+    result = unflatten(flat_fn.out_def, per_output)
+    return (result, aux) if has_aux else result
+
+
+def _basis(leaves: list, n: int) -> list:
+    """Per leaf, its slice of the identity's rows: tangents ``(n, *leaf.shape)`` (the basis of all inputs)."""
+    tangents, start = [], 0
+    for x in leaves:
+        size = x.numel()
+        eye = jnp.eye(n, size, k=-start, dtype=x.dtype)
+        tangents.append(_wrap(eye.reshape((n,) + x.shape)))
+        start += size
+    return tangents
+
+
+class _Pushforward:
+    """One sample of ``jacfwd``'s ``vmap``: ``(*tangents, *primals) -> (tangents of the outputs, aux)``."""
+
+    __slots__ = ("flat_fn", "n")
+
+    def __init__(self, flat_fn: "_FlatFunction", n: int) -> None:
+        self.flat_fn, self.n = flat_fn, n
+
+    def __call__(self, *args: Tensor) -> tuple:
+        tangents, primals = args[: self.n], args[self.n:]
+        _, out = jvp(self.flat_fn, primals, tangents)
+        return out, self.flat_fn.aux
 
 
 def hessian(func: Callable, argnums: Argnums = 0) -> Callable:

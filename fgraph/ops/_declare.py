@@ -38,15 +38,18 @@ import jax.numpy as jnp
 
 from fgraph._numbers import constants
 from fgraph.autograd._record_state import RECORD_EXTRAS
+from fgraph.autograd._forward_rules import propagate
 from fgraph.autograd.anomaly import forward_stack
+from fgraph.autograd.forward_ad import OPEN as _FW_OPEN
+from fgraph.autograd.forward_ad import open_levels, with_result_tangents
 from fgraph.autograd.grad_mode import _GRAD_ENABLED
 from fgraph.autograd.saved_tensors import Packed, pack_saved, unpack_saved
 from fgraph.autograd.graph import Node, next_sequence_nr
-from fgraph.errors import OpError
 from fgraph.lazy._state import LAZY
-from fgraph.ops._complex import ComplexRefused, RealOnly, complex_refused
+from fgraph.ops._complex import RealOnly
 from fgraph.ops._complex import conj_grad as _conj
-from fgraph.tensor import Tensor, _is_torch_tensor, _torch_message, _wrap, _wrap_output
+from fgraph.ops._op_errors import explain as _explain
+from fgraph.tensor import Tensor, _wrap, _wrap_output
 
 __all__ = ["OpDef", "RuleContext", "declare", "apply_op", "apply_unary", "registry"]
 
@@ -101,7 +104,7 @@ class OpDef:
             kernel, for rules whose traced kernel would have an output per input (``cat`` of
             thousands of tensors compiles for seconds per arity).
         real_only: the op is defined on real numbers only (orderings, rounding, most special
-            functions, as in PyTorch): a complex input raises an :class:`OpError` naming the op.
+            functions, as in PyTorch): a complex input raises an :class:`~fgraph.errors.OpError` naming the op.
             Checked when the kernel is traced, so it costs nothing per call.
         complex_fix: what the error for a complex input suggests instead (``real_only`` ops).
     """
@@ -212,10 +215,10 @@ def apply_op(op: OpDef, args: tuple, params: Any = None) -> Any:
     except (TypeError, ValueError, IndexError) as exc:
         raise _explain(op, args, params, exc) from None
     if recording and op.differentiable and _GRAD_ENABLED.get():
-        return _record(op, args, arrays, params, tuple(edges), out)
-    if op.num_outputs == 1:
-        return _wrap(out)
-    return tuple([_wrap(o) for o in out])
+        result = _record(op, args, arrays, params, tuple(edges), out)
+    else:
+        result = _wrap(out) if op.num_outputs == 1 else tuple([_wrap(o) for o in out])
+    return result if not _FW_OPEN[0] else propagate(op, args, params, result)  # tangents: forward_ad.py
 
 
 def apply_unary(op: OpDef, x: Tensor, params: Any = None) -> Tensor:
@@ -233,7 +236,7 @@ def apply_unary(op: OpDef, x: Tensor, params: Any = None) -> Tensor:
         raise _explain(op, (x,), params, exc) from None
     edge = x._edge
     if edge is None or not op.differentiable or not _GRAD_ENABLED.get():
-        return _wrap(out)
+        return _wrap(out) if not _FW_OPEN[0] else propagate(op, (x,), params, _wrap(out))
     node = _new_object(op.node_cls)
     node.next_edges = (edge,)
     node.sequence_nr = next_sequence_nr()
@@ -247,7 +250,8 @@ def apply_unary(op: OpDef, x: Tensor, params: Any = None) -> Tensor:
     node.saved_result = out if op.save_result else None
     if RECORD_EXTRAS.get() is not None:
         _apply_record_extras(node)
-    return _wrap_output(out, node, 0)
+    result = _wrap_output(out, node, 0)
+    return result if not _FW_OPEN[0] else propagate(op, (x,), params, result)
 
 
 def apply_binary(op: OpDef, a: Any, b: Any, params: Any = None) -> Tensor:
@@ -267,7 +271,7 @@ def apply_binary(op: OpDef, a: Any, b: Any, params: Any = None) -> Tensor:
     ea = a._edge
     eb = b._edge
     if (ea is None and eb is None) or not op.differentiable or not _GRAD_ENABLED.get():
-        return _wrap(out)
+        return _wrap(out) if not _FW_OPEN[0] else propagate(op, (a, b), params, _wrap(out))
     node = _new_object(op.node_cls)
     node.next_edges = (ea, eb)
     node.sequence_nr = next_sequence_nr()
@@ -295,7 +299,8 @@ def apply_binary(op: OpDef, a: Any, b: Any, params: Any = None) -> Tensor:
     node.saved_result = out if op.save_result else None
     if RECORD_EXTRAS.get() is not None:
         _apply_record_extras(node)
-    return _wrap_output(out, node, 0)
+    result = _wrap_output(out, node, 0)
+    return result if not _FW_OPEN[0] else propagate(op, (a, b), params, result)
 
 
 def _record(op: OpDef, args: tuple, arrays: list, params: Any, edges: tuple, out: Any) -> Any:
@@ -397,31 +402,6 @@ def _apply_record_extras(node: "OpNode") -> None:
         node.metadata["traceback_"] = forward_stack()
 
 
-def _explain(op: OpDef, args: tuple, params: Any, exc: Exception) -> OpError:
-    for i, a in enumerate(args):
-        if _is_torch_tensor(a):
-            return OpError(_torch_message(op.name, f"argument {i}", a))
-        if isinstance(a, (list, tuple)):
-            return OpError(f"{op.name}: argument {i} is a {type(a).__name__}; fgraph ops take Tensors: wrap it "
-                           f"with fg.tensor(...) first.")
-    described = ", ".join(_describe(a) for a in args)
-    if isinstance(exc, ComplexRefused):
-        return complex_refused(op.name, described, op.complex_fix)
-    first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    hint = op.hint(args, params) if op.hint is not None else ""
-    settings = f" with {params._asdict()}" if params else ""
-    msg = f"{op.name}: invalid arguments ({described}){settings}: {first_line}"
-    if hint:
-        msg += f". {hint}"
-    return OpError(msg)
-
-
-def _describe(a: Any) -> str:
-    if isinstance(a, Tensor) or hasattr(a, "shape"):
-        return f"shape {tuple(a.shape)} {a.dtype}"
-    return repr(a)
-
-
 # -- the node every primitive records ----------------------------------------------------
 class OpNode(Node):
     """Backward node of a declared primitive. Each op gets a subclass named like ``MulBackward0``.
@@ -433,7 +413,7 @@ class OpNode(Node):
     op: OpDef
 
     def apply(self, grad_outputs: Sequence[Optional[Tensor]], needs: Optional[tuple[bool, ...]]) -> tuple:
-        if _GRAD_ENABLED.get():
+        if _GRAD_ENABLED.get() or _FW_OPEN[0] and open_levels():  # dual values: the rule runs on Tensors
             return self._apply_recorded(grad_outputs, needs)
         return self.apply_kernel(grad_outputs, needs, self.saved_arrays())
 
@@ -504,6 +484,8 @@ class OpNode(Node):
                     _wrap_output(r, self, i) if jnp.issubdtype(r.dtype, jnp.inexact) else _wrap(r)
                     for i, r in enumerate(map(_unpacked_array, result))
                 )
+            if _FW_OPEN[0]:
+                result = with_result_tangents(self, result)
         inputs = self.saved_inputs
         if inputs is not None:
             inputs = unpack_saved(inputs)

@@ -1,0 +1,222 @@
+"""Tangents of every primitive from its forward kernel: ``jax.jvp``, run as an op of its own.
+
+A primitive is declared once (its forward kernel and its reverse rule); its tangent is not
+written a second time. ``jvp_op(op, ...)`` is a derived op whose kernel is ``jax.jvp`` of
+``op``'s kernel restricted to the inputs that carry tangents; applying it like any op means
+it is recorded on the autograd graph (``fg.grad`` of a tangent: reverse-over-forward) and has
+tangents of its own (an outer level's: forward-over-forward). A derived op's reverse rule is
+``jax.vjp`` of its kernel, itself a derived op, and so on, so every order is available and
+every one is computed by JAX from the same forward kernel. Node names say what they are:
+``MulJvpBackward0`` is the backward of ``mul``'s tangent computation.
+
+:func:`propagate` runs after an op has made its outputs, while a dual level is open: for
+each level (outermost first) at which an input is dual, it applies the jvp op to the inputs
+and their tangents, with only the outer levels open (a level-``k`` tangent is dual at the
+outer levels, never at its own: nested ``jax.jvp``), and attaches the result to the outputs.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+
+from fgraph.autograd.forward_ad import attach, masked_to, open_levels, remember_result, tangent_at, tangents_of
+from fgraph.tensor import Tensor
+
+__all__ = ["propagate", "propagate_function", "jvp_op"]
+
+_INEXACT: dict = {}
+
+
+def _inexact(dtype: Any) -> bool:
+    known = _INEXACT.get(dtype)
+    if known is None:
+        known = _INEXACT[dtype] = bool(jnp.issubdtype(dtype, jnp.inexact))
+    return known
+
+
+# -- derived kernels: pure JAX functions of the op's arrays ------------------------------------------
+class JvpKernel:
+    """``(*args, *tangents) -> tangents of the float outputs``: ``jax.jvp`` of ``forward`` in the inputs
+    ``positions`` (the other arguments held as they are)."""
+
+    __slots__ = ("name", "forward", "positions", "float_out", "n", "single", "_vjps", "__weakref__")
+
+    def __init__(self, name: str, forward: Callable, positions: tuple, float_out: tuple, n: int,
+                 single: bool) -> None:
+        self.name, self.forward, self.positions, self.float_out, self.n = name, forward, positions, float_out, n
+        self.single = single
+        self._vjps: dict = {}  # positions -> VjpKernel
+
+    def __call__(self, *arrays: Any) -> Any:
+        args, tangents = arrays[: self.n], arrays[self.n:]
+        restricted = _Restricted(self.forward, args, self.positions, self.float_out, self.single)
+        _, out = jax.jvp(restricted, tuple(args[i] for i in self.positions), tuple(tangents))
+        return out[0] if len(self.float_out) == 1 else out
+
+
+class _Restricted:
+    """``forward`` as a function of the arguments ``positions`` only, returning its float outputs only."""
+
+    __slots__ = ("forward", "args", "positions", "float_out", "single")
+
+    def __init__(self, forward: Callable, args: tuple, positions: tuple, float_out: tuple, single: bool) -> None:
+        self.forward, self.args, self.positions, self.float_out, self.single = (
+            forward, args, positions, float_out, single)
+
+    def __call__(self, *values: Any) -> tuple:
+        full = list(self.args)
+        for i, v in zip(self.positions, values):
+            full[i] = v
+        out = self.forward(*full)
+        outs = (out,) if self.single else tuple(out)
+        return tuple(outs[j] for j in self.float_out)
+
+
+class VjpKernel:
+    """``(*args, *cotangents) -> cotangents of args[positions]``: ``jax.vjp`` of a derived kernel, in the
+    rules' plain convention (no conjugation: :mod:`fgraph.ops._declare` applies PyTorch's around it)."""
+
+    __slots__ = ("name", "fn", "positions", "n_out", "n", "_vjps", "__weakref__")
+
+    def __init__(self, fn: Any, positions: tuple, n_out: int, n: int) -> None:
+        self.name = fn.name + "_backward"
+        self.fn, self.positions, self.n_out, self.n = fn, positions, n_out, n
+        self._vjps: dict = {}
+
+    def __call__(self, *arrays: Any) -> Any:
+        args, cts = arrays[: self.n], arrays[self.n:]
+        restricted = _Restricted(self.fn, args, self.positions, tuple(range(self.n_out)), self.n_out == 1)
+        _, pullback = jax.vjp(restricted, *[args[i] for i in self.positions])
+        out = pullback(tuple(cts))
+        return out[0] if len(self.positions) == 1 else tuple(out)
+
+
+def _run(*arrays: Any, fn: Callable) -> Any:
+    return fn(*arrays)
+
+
+# -- derived ops ---------------------------------------------------------------------------------------
+_DEFS: dict = {}  # (name, single) -> OpDef
+
+
+def _derived_def(name: str, single: bool) -> Any:
+    """The OpDef that runs derived kernels named ``name`` (the kernel is its static parameter ``fn``)."""
+    key = (name, single)
+    found = _DEFS.get(key)
+    if found is None:
+        from fgraph.ops._declare import OpDef
+
+        found = _DEFS[key] = OpDef(name, _run, _derived_rule, params=("fn",), save_inputs=True,
+                                   num_outputs=1 if single else 0)
+    return found
+
+
+def _derived_rule(ctx: Any, g: Any) -> tuple:
+    """The reverse rule of a derived op: ``jax.vjp`` of its kernel, applied as another derived op."""
+    from fgraph.ops._declare import apply_op
+
+    fn = ctx.params.fn
+    positions = tuple(i for i, need in enumerate(ctx.needs) if need)
+    grads = g if isinstance(g, tuple) else (g,)
+    vjp = fn._vjps.get(positions)
+    if vjp is None:
+        vjp = fn._vjps[positions] = VjpKernel(fn, positions, len(grads), len(ctx.inputs))
+    op = _derived_def(vjp.name, len(positions) == 1)
+    out = apply_op(op, (*ctx.inputs, *grads), op.Params(vjp))
+    out = (out,) if len(positions) == 1 else out
+    result: list = [None] * len(ctx.inputs)
+    for i, o in zip(positions, out):
+        result[i] = o
+    return tuple(result)
+
+
+_KERNELS: dict = {}  # (op, params, positions, float_out, n) -> JvpKernel
+
+
+def jvp_op(op: Any, params: Any, positions: tuple, float_out: tuple, n: int) -> tuple:
+    """``(OpDef, params)`` computing the tangents of ``op``'s float outputs ``float_out`` from its ``n``
+    arguments and the tangents of those at ``positions`` (cached per signature: compiled once)."""
+    key = (op, params, positions, float_out, n)
+    kernel = _KERNELS.get(key)
+    if kernel is None:
+        forward = functools.partial(op.forward, **params._asdict()) if params else op.forward
+        kernel = _KERNELS[key] = JvpKernel(f"{op.name}_jvp", forward, positions, float_out, n,
+                                          op.num_outputs == 1)
+    derived = _derived_def(kernel.name, len(float_out) == 1)
+    return derived, derived.Params(kernel)
+
+
+# -- propagation ---------------------------------------------------------------------------------------
+def propagate(op: Any, args: tuple, params: Any, result: Any) -> Any:
+    """Attach to ``result`` (``op``'s output, or tuple of outputs) its tangents at every open level."""
+    levels = open_levels()
+    if not levels or not op.differentiable:
+        return result
+    outs = result if isinstance(result, tuple) else (result,)
+    for k, level in enumerate(levels):
+        positions = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor) and tangent_at(a, level) is not None)
+        if not positions:
+            continue
+        float_out = tuple(j for j, o in enumerate(outs) if _inexact(o.dtype))
+        if not float_out:  # integer and bool outputs carry no tangent
+            continue
+        if op.rule is None:
+            raise RuntimeError(
+                f"the derivative for '{op.name}' is not implemented, so its output has no tangent; a dual input "
+                f"reached it (forward-mode AD). Detach that input or use a differentiable op.")
+        derived, derived_params = jvp_op(op, params, positions, float_out, len(args))
+        tangents = [tangent_at(args[i], level) for i in positions]
+        from fgraph.ops._declare import apply_op
+
+        with masked_to(levels[:k]):
+            t_out = apply_op(derived, (*args, *tangents), derived_params)
+        t_out = t_out if isinstance(t_out, tuple) else (t_out,)
+        for j, t in zip(float_out, t_out):
+            out = outs[j]
+            attach(out, {**(tangents_of(out) or {}), level: t})
+            if op.save_result and out.grad_fn is not None:  # its rule reads the result: keep its tangent
+                remember_result(out.grad_fn, out.output_nr, tangents_of(out))
+    return result
+
+
+def propagate_function(cls: Any, ctx: Any, args: tuple, outputs: tuple, levels: tuple) -> None:
+    """A custom Function's tangents: its ``jvp(ctx, *tangents)`` at every level at which an input is dual."""
+    for k, level in enumerate(levels):
+        tangents = [tangent_at(a, level) if isinstance(a, Tensor) else None for a in args]
+        if all(t is None for t in tangents):
+            continue
+        if cls.jvp is _base_jvp():
+            cls.jvp(ctx)  # raises: the Function has no jvp
+        tangents = [_zeros_like(a) if isinstance(a, Tensor) and t is None else t for a, t in zip(args, tangents)]
+        ctx._fg_in_jvp = True
+        try:
+            with masked_to(levels[:k]):
+                out = cls.jvp(ctx, *tangents)
+        finally:
+            ctx._fg_in_jvp = False
+        out = out if isinstance(out, tuple) else (out,)
+        if len(out) != len(outputs):
+            raise RuntimeError(f"function {cls.__name__}.jvp returned {len(out)} tangents for {len(outputs)} outputs; "
+                               "return one per output of forward (None for one that has none).")
+        for o, t in zip(outputs, out):
+            if t is not None and isinstance(o, Tensor) and _inexact(o.dtype):
+                if not isinstance(t, Tensor) or t.shape != o.shape:
+                    got = t.shape if isinstance(t, Tensor) else type(t).__name__
+                    raise RuntimeError(f"function {cls.__name__}.jvp returned a tangent of shape {got} for an output "
+                                       f"of shape {o.shape}; it must match its output.")
+                attach(o, {**(tangents_of(o) or {}), level: t})
+
+
+def _base_jvp() -> Any:
+    from fgraph.autograd.function import Function
+
+    return Function.jvp
+
+
+def _zeros_like(t: Tensor) -> Tensor:
+    from fgraph.tensor import _wrap
+
+    return _wrap(jnp.zeros(t.shape, t.dtype))
