@@ -168,8 +168,8 @@ def check_grads(fn: Callable[..., Tensor], *args: Any, order: int = 2, modes: Se
     ``sum_i <d_{k-1} f / dx_i, v_i>`` for a fixed random direction ``v`` (the last
     order runs without ``create_graph``, through the rules' compiled kernels).
     ``modes=("rev", "fwd")`` also compares the Jacobian-vector product along ``v``
-    (fgraph's double-backward :func:`fgraph.autograd.functional.jvp` against
-    ``jax.jvp``).
+    (fgraph's forward mode, :func:`fgraph.autograd.functional.jvp`, against
+    ``jax.jvp``); a custom :class:`fgraph.autograd.Function` then needs a ``jvp``.
 
     Entries match when ``|fgraph - jax| <= atol + rtol * |jax|`` elementwise (NaN
     matches NaN). Defaults depend on the least precise floating dtype involved: see

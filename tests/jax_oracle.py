@@ -12,6 +12,14 @@ twice -- ``fg_fn(*tensors)`` in fgraph ops and ``ref_fn(*arrays)`` in ``jax.nump
   ``jax.jvp(jax.grad(loss), xs, vs)`` (forward-over-reverse, so the oracle does
   not share fgraph's reverse-over-reverse structure).
 
+Forward mode (:mod:`fgraph.autograd.forward_ad`), with the ``v_i`` as tangents:
+
+* the output's tangent against ``jax.jvp`` of the reference;
+* with ``mixed=True`` (a sample of the cases: the op tables pass it for each entry's first
+  case in float64), forward-over-reverse -- the tangent of the gradients at dual inputs
+  against the same Hessian-vector product -- and reverse-over-forward: ``fg.grad`` of
+  ``real((tangent * w).sum())`` against ``jax.grad`` of the same function of ``jax.jvp``.
+
 ``w`` and ``v_i`` are fixed pseudo-random arrays that depend only on the shapes,
 so a failing example reproduces exactly; they are complex where the output or
 input is. Complex inputs: fgraph's gradients follow PyTorch's convention
@@ -31,6 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import fgraph as fg
+import fgraph.autograd.forward_ad as fwAD
 
 #: (rtol, atol) per dtype.
 TOLERANCES = {
@@ -63,18 +72,28 @@ def _or_zeros(g, x) -> np.ndarray:
     return np.zeros(x.shape, x.dtype) if g is None else np.asarray(g.data)
 
 
-def _reference(ref_fn: Callable, n: int) -> Callable:
-    """(arrays, extra, w, vs) -> (forward, first derivatives, Hessian-vector products), in pure JAX."""
+def _reference(ref_fn: Callable, n: int, mixed: bool, jvp_ref: Optional[Callable]) -> Callable:
+    """(arrays, extra, w, vs) -> (forward, first derivatives, Hessian-vector products, the tangent along vs,
+    reverse-over-forward derivatives or None), in pure JAX."""
     argnums = tuple(range(n))
 
     def run(arrays, extra, w, vs):
         def loss(*ys):
             return jnp.real(jnp.sum(ref_fn(*ys, *extra) * w))
 
+        def tangent(*ys):
+            return jax.jvp(lambda *zs: (jvp_ref or ref_fn)(*zs, *extra), tuple(ys), tuple(vs))[1]
+
         out = ref_fn(*arrays, *extra)
+        jvp_out = tangent(*arrays)
         grads = jax.grad(loss, argnums=argnums)(*arrays)
         _, hvp = jax.jvp(lambda *ys: jax.grad(loss, argnums=argnums)(*ys), tuple(arrays), tuple(vs))
-        return out, tuple(map(jnp.conj, grads)), tuple(map(jnp.conj, hvp))  # PyTorch's convention
+        rof = None
+        if mixed and jvp_ref is None:  # with jvp_ref, the tangent's gradient follows neither reference
+            rof = jax.grad(lambda *ys: jnp.real(jnp.sum(tangent(*ys) * w)), argnums=argnums)(*arrays)
+            rof = tuple(map(jnp.conj, rof))
+        conj = tuple(map(jnp.conj, grads)), tuple(map(jnp.conj, hvp))  # PyTorch's convention
+        return out, conj[0], conj[1], jvp_out, rof
 
     return run
 
@@ -90,13 +109,17 @@ def check_against_jax(
     *,
     extra: Sequence[np.ndarray] = (),
     jit_key: Optional[Hashable] = None,
+    mixed: bool = False,
+    jvp_ref: Optional[Callable[..., jax.Array]] = None,
 ) -> None:
     """Check ``fg_fn(*tensors)`` against ``ref_fn(*arrays, *extra)`` (see module docstring).
 
     ``extra`` are non-differentiable array arguments of the reference (index
     arrays, conditions). With ``jit_key``, the reference is compiled once per key
     (and shapes) with ``jax.jit`` -- one compilation instead of one per primitive;
-    ``ref_fn`` must then depend only on its arguments and the key.
+    ``ref_fn`` must then depend only on its arguments and the key. ``jvp_ref`` (same arguments)
+    is the tangent's reference where the op's reverse rule is not its value's derivative
+    (embedding's scaled gradient, as in PyTorch): forward mode differentiates the value.
     """
     arrays = [np.asarray(a) for a in arrays]
     extra = tuple(np.asarray(e) for e in extra)
@@ -106,12 +129,12 @@ def check_against_jax(
     w = fixed_random(out_struct.shape, out_struct.dtype, "w")
     vs = [fixed_random(a.shape, a.dtype, f"v{i}") for i, a in enumerate(arrays)]
     if jit_key is None:
-        reference = _reference(ref_fn, n)
+        reference = _reference(ref_fn, n, mixed, jvp_ref)
     else:
-        reference = _JITTED.get((jit_key, n))
+        reference = _JITTED.get((jit_key, n, mixed))
         if reference is None:
-            reference = _JITTED[(jit_key, n)] = jax.jit(_reference(ref_fn, n))
-    ref_out, ref_grads, ref_hvp = reference(arrays, extra, w, vs)
+            reference = _JITTED[(jit_key, n, mixed)] = jax.jit(_reference(ref_fn, n, mixed, jvp_ref))
+    ref_out, ref_grads, ref_hvp, ref_jvp, ref_rof = reference(arrays, extra, w, vs)
 
     # -- forward -----------------------------------------------------------------------
     xs = [fg.tensor(a, dtype=a.dtype, requires_grad=True) for a in arrays]
@@ -139,3 +162,29 @@ def check_against_jax(
         hvp = fg.grad(total, xs, allow_unused=True)
     for i, (h, rh, x) in enumerate(zip(hvp, ref_hvp, xs)):
         assert_close(_or_zeros(h, x), rh, tol, f"second derivative (HVP) w.r.t. input {i}")
+
+    _check_forward_mode(fg_fn, xs, w, vs, ref_jvp, ref_hvp if mixed else None, ref_rof, tol)
+
+
+def _check_forward_mode(fg_fn: Callable, xs: list, w: np.ndarray, vs: list, ref_jvp, ref_hvp, ref_rof,
+                        tol: tuple[float, float]) -> None:
+    """The tangent along ``vs``; with ``ref_hvp``, forward-over-reverse; with ``ref_rof``, reverse-over-forward
+    (module docstring)."""
+    with fwAD.dual_level():
+        duals = [fwAD.make_dual(x, fg.tensor(v, dtype=v.dtype)) for x, v in zip(xs, vs)]
+        out = fg_fn(*duals)
+        tangent = fwAD.unpack_dual(out).tangent
+        assert_close(_or_zeros(tangent, out), ref_jvp, tol, "forward-mode tangent")
+        if ref_hvp is None:
+            return
+        loss = fg.real((out * fg.tensor(w, dtype=w.dtype)).sum())
+        grads = fg.grad(loss, duals, allow_unused=True) if loss.requires_grad else [None] * len(xs)
+        for i, (g, rh, x) in enumerate(zip(grads, ref_hvp, xs)):
+            g_tangent = None if g is None else fwAD.unpack_dual(g).tangent
+            assert_close(_or_zeros(g_tangent, x), rh, tol, f"forward-over-reverse (HVP) w.r.t. input {i}")
+    if ref_rof is None:
+        return
+    target = None if tangent is None else fg.real((tangent * fg.tensor(w, dtype=w.dtype)).sum())
+    rof = fg.grad(target, xs, allow_unused=True) if target is not None and target.requires_grad else [None] * len(xs)
+    for i, (g, rg, x) in enumerate(zip(rof, ref_rof, xs)):
+        assert_close(_or_zeros(g, x), rg, tol, f"reverse-over-forward w.r.t. input {i}")

@@ -71,6 +71,7 @@ class OpEntry(NamedTuple):
     tolerances: Optional[dict] = None  # {dtype: (rtol, atol)} where the entry's math is less exact than its dtype
     complex_inputs: Optional[tuple] = None  # positions of the inputs made complex in the complex checks (None: all)
     imag_domain: Any = None  # elements strategy of their imaginary parts (None: IMAG)
+    jvp_ref: Optional[Callable[..., Any]] = None  # the tangent's reference, where ref_fn's gradient is modified
 
 
 def cases(*items: Case) -> st.SearchStrategy[Case]:
@@ -167,8 +168,9 @@ def listed_cases(entry: OpEntry) -> list:
     return list(elements) if elements is not None else [None]
 
 
-def check_entry(data, entry: OpEntry, dtype: np.dtype, case: Case = None) -> None:
-    """Check ``case`` of ``entry`` (drawn when ``None``) against its JAX reference, on drawn values."""
+def check_entry(data, entry: OpEntry, dtype: np.dtype, case: Case = None, mixed: bool = False) -> None:
+    """Check ``case`` of ``entry`` (drawn when ``None``) against its JAX reference, on drawn values
+    (``mixed``: reverse-over-forward too, see :func:`jax_oracle.check_against_jax`)."""
     if case is None:
         case = data.draw(entry.cases, label="case")
     arrays = draw_inputs(data, entry, case, dtype)
@@ -180,8 +182,10 @@ def check_entry(data, entry: OpEntry, dtype: np.dtype, case: Case = None) -> Non
     if entry.static_consts:  # e.g. boolean masks: the output shape depends on their values
         key += tuple((c.shape, c.tobytes()) for c in case.consts)
         ref_fn, extra = (lambda *xs: entry.ref_fn(*xs, *case.consts, **params)), ()
+        jvp_ref = entry.jvp_ref and (lambda *xs: entry.jvp_ref(*xs, *case.consts, **params))
     else:
         ref_fn, extra = (lambda *xs_and_consts: entry.ref_fn(*xs_and_consts, **params)), case.consts
+        jvp_ref = entry.jvp_ref and (lambda *xs_and_consts: entry.jvp_ref(*xs_and_consts, **params))
     check_against_jax(
         lambda *xs: entry.fg_fn(*xs, *fg_consts, **params),
         ref_fn,
@@ -189,5 +193,7 @@ def check_entry(data, entry: OpEntry, dtype: np.dtype, case: Case = None) -> Non
         (entry.tolerances or {}).get(real_dtype(dtype), TOLERANCES[real_dtype(dtype)]),
         extra=extra,
         jit_key=key,
+        mixed=mixed,
+        jvp_ref=jvp_ref,
     )
 

@@ -33,6 +33,26 @@ class WrongScale(fg.autograd.Function):
         return g * x * 2.001
 
 
+class WrongJvp(fg.autograd.Function):
+    """x**2 with a right backward and a forward derivative off by 0.05%."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        ctx.save_for_forward(x)
+        return fg.tensor(x.data ** 2)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * x * 2
+
+    @staticmethod
+    def jvp(ctx, t):
+        (x,) = ctx.saved_tensors
+        return t * x * 2.001
+
+
 class CubeDetachedBackward(fg.autograd.Function):
     """x**3 whose backward is right (3 x**2) but built from a detached copy of x: the second
     derivative through it is missing (0 instead of 6 x)."""
@@ -149,10 +169,15 @@ def test_correct_gradient_with_wrong_second_derivative_is_caught_at_order_2_only
     assert second.max_abs == pytest.approx(np.max(np.abs(6 * X * v)), rel=1e-9)
 
 
-def test_forward_mode_check_catches_a_wrong_backward():
+def test_forward_mode_check_catches_a_wrong_jvp_under_a_right_backward():
     with pytest.raises(GradientMismatch) as info:
+        check_grads(lambda x: WrongJvp.apply(x).sum(), X, order=1, modes=("rev", "fwd"))
+    assert [(e.mode, e.passed) for e in info.value.report.entries] == [("rev", True), ("fwd", False)]
+
+
+def test_forward_mode_check_needs_a_jvp_on_custom_functions():
+    with pytest.raises(NotImplementedError, match="jvp"):
         check_grads(lambda x: WrongScale.apply(x).sum(), X, order=1, modes=("rev", "fwd"))
-    assert [(e.mode, e.passed) for e in info.value.report.entries] == [("rev", False), ("fwd", False)]
 
 
 def test_report_names_the_wrong_input_and_its_worst_entry():

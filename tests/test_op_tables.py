@@ -1,4 +1,6 @@
-"""Every op family's table against pure JAX: forward, first derivative, Hessian-vector product.
+"""Every op family's table against pure JAX: forward, first derivative, Hessian-vector product, and
+forward mode (the tangent everywhere; forward-over-reverse and reverse-over-forward on each entry's
+first case in float64).
 
 Complex inputs run the same way (complex128 on every listed case, complex64 on the first),
 for every entry that its table does not list in ``REAL_ONLY``; those must refuse complex
@@ -22,7 +24,8 @@ from op_harness import COMPLEX_DTYPES, DTYPES, check_entry, draw_inputs, family_
 pytestmark = pytest.mark.usefixtures("node_by_node")
 
 RUNS = [
-    pytest.param(entry, case, dtype, len(listed_cases(entry)), id=f"{family}-{entry.name}-{index}-{dtype.name}")
+    pytest.param(entry, case, dtype, index, len(listed_cases(entry)),
+                 id=f"{family}-{entry.name}-{index}-{dtype.name}")
     for family, module in family_tables().items()
     for entry in module.TABLE
     for index, case in enumerate(listed_cases(entry))
@@ -30,7 +33,8 @@ RUNS = [
     if dtype == np.float64 or index == 0
 ]
 COMPLEX_RUNS = [
-    pytest.param(entry, case, dtype, len(listed_cases(entry)), id=f"{family}-{entry.name}-{index}-{dtype.name}")
+    pytest.param(entry, case, dtype, index, len(listed_cases(entry)),
+                 id=f"{family}-{entry.name}-{index}-{dtype.name}")
     for family, module in family_tables().items()
     for entry in module.TABLE
     if entry.name not in real_only(module)
@@ -55,12 +59,14 @@ def _max_examples(entry, n_cases: int, dtype) -> int:
     return max(2, n // n_cases)
 
 
-@pytest.mark.parametrize("entry,case,dtype,n_cases", RUNS + COMPLEX_RUNS)
-def test_entry_against_jax(entry, case, dtype, n_cases):
+@pytest.mark.parametrize("entry,case,dtype,index,n_cases", RUNS + COMPLEX_RUNS)
+def test_entry_against_jax(entry, case, dtype, index, n_cases):
+    mixed = dtype == np.float64 and index == 0  # the mixed-mode checks on a sample: each entry's first case
+
     @settings(max_examples=_max_examples(entry, n_cases, dtype))
     @given(data=st.data())
     def check(data):
-        check_entry(data, entry, dtype, case)
+        check_entry(data, entry, dtype, case, mixed)
 
     check()
 

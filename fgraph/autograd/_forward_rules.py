@@ -1,8 +1,15 @@
-"""Tangents of every primitive from its forward kernel: ``jax.jvp``, run as an op of its own.
+"""Tangents of every primitive from what it already has: ``jax.jvp`` of its kernel, run as an op.
 
 A primitive is declared once (its forward kernel and its reverse rule); its tangent is not
 written a second time. ``jvp_op(op, ...)`` is a derived op whose kernel is ``jax.jvp`` of
-``op``'s kernel restricted to the inputs that carry tangents; applying it like any op means
+``op``'s kernel restricted to the inputs that carry tangents. For an op declared with
+``tangent="rule"`` the kernel is instead the transpose of its reverse rule (traced; the rule
+is linear in the cotangents, so the transpose is its ``jax.vjp``): the tangent is then the rule's own Jacobian, with its conventions.
+That is for ops whose kernel's JAX derivative is missing or follows another convention than
+PyTorch's, which the rule encodes: ties of ``max(dim)``/``sort``/``mode`` (the tangent of the
+selected element, not JAX's average), ``xlogy`` at 0, kernels JAX differentiates wrongly (the
+Bessel functions' series), and kernels JAX has no JVP for (``svd`` with full matrices,
+``scatter_reduce``'s product, ``eig``'s eigenvectors). Applying a derived op like any op means
 it is recorded on the autograd graph (``fg.grad`` of a tangent: reverse-over-forward) and has
 tangents of its own (an outer level's: forward-over-forward). A derived op's reverse rule is
 ``jax.vjp`` of its kernel, itself a derived op, and so on, so every order is available and
@@ -21,6 +28,7 @@ from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from fgraph.autograd.forward_ad import attach, masked_to, open_levels, remember_result, tangent_at, tangents_of
 from fgraph.tensor import Tensor
@@ -73,6 +81,74 @@ class _Restricted:
         out = self.forward(*full)
         outs = (out,) if self.single else tuple(out)
         return tuple(outs[j] for j in self.float_out)
+
+
+class RuleJvpKernel:
+    """``(*args, *tangents) -> tangents of the float outputs``: the transpose of ``op``'s reverse rule at ``args``
+    (its linear map from the outputs' cotangents to the inputs' ``positions``), applied to the tangents."""
+
+    __slots__ = ("name", "op", "params", "positions", "float_out", "n", "_vjps", "__weakref__")
+
+    def __init__(self, name: str, op: Any, params: Any, positions: tuple, float_out: tuple, n: int) -> None:
+        self.name, self.op, self.params, self.positions, self.float_out, self.n = (
+            name, op, params, positions, float_out, n)
+        self._vjps: dict = {}
+
+    def __call__(self, *arrays: Any) -> Any:
+        from fgraph.ops._declare import _traced_rule
+
+        op, params, positions = self.op, self.params, self.positions
+        args, tangents = arrays[: self.n], arrays[self.n:]
+        out = rule_forward(op, params)(*args)  # differentiated by JAX (higher orders): through the rule
+        single = op.num_outputs == 1
+        outs = (out,) if single else tuple(out)
+        in_meta = tuple((jnp.shape(a), jnp.result_type(a)) if i in positions else None for i, a in enumerate(args))
+        needs = tuple(i in positions for i in range(self.n))
+        out_meta = None if single else tuple((o.shape, o.dtype) for o in outs)
+        saved = (args if op.save_inputs else ()) + (outs if op.save_result else ())
+
+        def plain_vjp(*cts: Any) -> tuple:  # the rule in the plain convention: conj(torch's(conj(ct)))
+            full: list = [None] * len(outs)
+            for j, ct in zip(self.float_out, cts):
+                full[j] = jnp.conj(ct)
+            grads = _traced_rule(op, params, in_meta, needs, out_meta, *full, *saved)
+            return tuple(jnp.conj(grads[i]) for i in positions)
+
+        # The rule is linear in the cotangents, so its vjp at any point is its transpose. Not
+        # jax.linear_transpose: rules test the cotangent (xlogy's `where(g == 0, ...)`), which is
+        # linear piecewise only; ones keep every such test on its general branch.
+        at = [jnp.ones(outs[j].shape, outs[j].dtype) for j in self.float_out]
+        t_out = jax.vjp(plain_vjp, *at)[1](tuple(tangents))
+        return t_out[0] if len(self.float_out) == 1 else tuple(t_out)
+
+
+_RULE_FORWARDS: dict = {}  # (op, params) -> custom_jvp
+
+
+def rule_forward(op: Any, params: Any) -> Callable:
+    """``op``'s forward kernel as a JAX function whose JVP is :class:`RuleJvpKernel`: JAX differentiating a
+    derived kernel of a ``tangent="rule"`` op follows the rule at every order, never the kernel."""
+    key = (op, params)
+    found = _RULE_FORWARDS.get(key)
+    if found is None:
+        found = jax.custom_jvp(functools.partial(op.forward, **params._asdict()) if params else op.forward)
+        found.defjvp(functools.partial(_rule_forward_jvp, op, params))
+        _RULE_FORWARDS[key] = found
+    return found
+
+
+def _rule_forward_jvp(op: Any, params: Any, primals: tuple, tangents: tuple) -> tuple:
+    out = rule_forward(op, params)(*primals)
+    outs = (out,) if op.num_outputs == 1 else tuple(out)
+    positions = tuple(i for i, p in enumerate(primals) if p is not None and _inexact(jnp.result_type(p)))
+    float_out = tuple(j for j, o in enumerate(outs) if _inexact(o.dtype))
+    kernel = RuleJvpKernel(f"{op.name}_jvp", op, params, positions, float_out, len(primals))
+    found = kernel(*primals, *(tangents[i] for i in positions))
+    found = (found,) if len(float_out) == 1 else tuple(found)
+    t_outs = [np.zeros(o.shape, jax.dtypes.float0) for o in outs]
+    for j, t in zip(float_out, found):
+        t_outs[j] = t
+    return out, (t_outs[0] if op.num_outputs == 1 else tuple(t_outs))
 
 
 class VjpKernel:
@@ -141,7 +217,9 @@ def jvp_op(op: Any, params: Any, positions: tuple, float_out: tuple, n: int) -> 
     arguments and the tangents of those at ``positions`` (cached per signature: compiled once)."""
     key = (op, params, positions, float_out, n)
     kernel = _KERNELS.get(key)
-    if kernel is None:
+    if kernel is None and op.tangent == "rule":
+        kernel = _KERNELS[key] = RuleJvpKernel(f"{op.name}_jvp", op, params, positions, float_out, n)
+    elif kernel is None:
         forward = functools.partial(op.forward, **params._asdict()) if params else op.forward
         kernel = _KERNELS[key] = JvpKernel(f"{op.name}_jvp", forward, positions, float_out, n,
                                           op.num_outputs == 1)

@@ -107,6 +107,11 @@ class OpDef:
             functions, as in PyTorch): a complex input raises an :class:`~fgraph.errors.OpError` naming the op.
             Checked when the kernel is traced, so it costs nothing per call.
         complex_fix: what the error for a complex input suggests instead (``real_only`` ops).
+        tangent: how forward-mode AD gets the op's tangent: ``"kernel"`` (``jax.jvp`` of the forward
+            kernel) or ``"rule"`` (the transpose of the reverse rule), for an op whose kernel's JAX
+            derivative is missing or not PyTorch's (see :mod:`fgraph.autograd._forward_rules`). With
+            ``"rule"`` the jitted kernel is a ``jax.custom_jvp`` of that tangent, so JAX differentiating
+            it anywhere (a traced rule, ``interop.to_jax``, ``fg.compile``) follows the rule too.
     """
 
     def __init__(
@@ -125,6 +130,7 @@ class OpDef:
         fuse_rule: bool = True,
         real_only: bool = False,
         complex_fix: Optional[str] = None,
+        tangent: str = "kernel",
     ) -> None:
         self.name = name
         self.forward = forward
@@ -144,6 +150,7 @@ class OpDef:
         self.fuse_rule = fuse_rule
         self.real_only = real_only
         self.complex_fix = complex_fix
+        self.tangent = tangent
         self._kernels: dict[Any, Callable] = {}
         self._rule_kernels: dict[Any, Callable] = {}
         node_name = node_name or "".join(p.capitalize() for p in name.split("_")) + "Backward0"
@@ -161,7 +168,12 @@ class OpDef:
         """The jitted forward kernel for these static parameters (compiled once, then cached)."""
         fn = self._kernels.get(params)
         if fn is None:
-            forward = functools.partial(self.forward, **params._asdict()) if params else self.forward
+            if self.tangent == "rule":  # JAX differentiating the kernel (traced rules, derived ops) uses the rule
+                from fgraph.autograd._forward_rules import rule_forward
+
+                forward = rule_forward(self, params)
+            else:
+                forward = functools.partial(self.forward, **params._asdict()) if params else self.forward
             if self.real_only:
                 forward = RealOnly(forward)
             fn = self._kernels[params] = jax.jit(forward)

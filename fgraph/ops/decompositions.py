@@ -250,7 +250,7 @@ def _svd_rule(ctx, g):
 
 
 SVD = declare("linalg_svd", _svd_forward, _svd_rule, params=("full_matrices",), save_result=True, num_outputs=3,
-              real_only=True)
+              real_only=True, tangent="rule")
 
 
 class SVDResult(NamedTuple):

@@ -414,8 +414,9 @@ def _hypot_rule(ctx, g):
     return ga, gb
 
 
+# tangent="rule": jnp.hypot orders its operands with max/min, so JAX's second derivative is wrong where |a| == |b|.
 HYPOT = declare("hypot", _hypot_forward, _hypot_rule, save_inputs=True, save_result=True, hint=operands_hint,
-                real_only=True)
+                real_only=True, tangent="rule")
 
 
 def hypot(input: Number, other: Number) -> Tensor:

@@ -200,7 +200,7 @@ SCATTER_VALUE = declare("scatter_value", _scatter_forward, _scatter_value_rule, 
                         node_name="ScatterBackward1")
 SCATTER_ADD = declare("scatter_add", _scatter_add_forward, _scatter_add_rule, params=("dim",), save_inputs=(1,))
 SCATTER_REDUCE = declare("scatter_reduce", _scatter_reduce_forward, _scatter_reduce_rule,
-                         params=("dim", "reduce", "include_self"), save_inputs=True, save_result=True)
+                         params=("dim", "reduce", "include_self"), save_inputs=True, save_result=True, tangent="rule")
 
 
 # Unchecked appliers, for rules and composites (arguments already validated).

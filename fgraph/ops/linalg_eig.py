@@ -84,7 +84,7 @@ def _eig_rule(ctx, g):
     return (x[..., : nr.shape[-2], :],)
 
 
-EIG = declare("linalg_eig", _eig_forward, _eig_rule, save_result=True, num_outputs=2, real_only=True)
+EIG = declare("linalg_eig", _eig_forward, _eig_rule, save_result=True, num_outputs=2, real_only=True, tangent="rule")
 
 
 class EigResult(NamedTuple):

@@ -35,7 +35,7 @@ from fgraph.ops._declare import apply_op, apply_unary, declare
 from fgraph.ops._index_checks import is_traced
 from fgraph.ops._math_helpers import check_number, describe, floating_args, operands_hint
 from fgraph.ops._complex import refuse_complex
-from fgraph.ops.elementwise import Number, clamp, eq, exp, le, logical_and, pow, to_dtype, where, zeros_of
+from fgraph.ops.elementwise import Number, clamp, eq, exp, le, log, logical_and, pow, to_dtype, where, zeros_of
 from fgraph.ops.elementwise_math import exp2
 from fgraph.ops.rounding import isfinite
 from fgraph.tensor import Tensor, _wrap, type_name
@@ -116,18 +116,25 @@ def at_zero_x(x: Tensor, y: Any, edge: float) -> Any:
     return eq(x, 0) if y <= edge else None
 
 
+def g_times(g: Tensor, factor: Tensor) -> Tensor:
+    """``xlogy(g, y)``'s value in the rules of xlogy and xlog1py (``g * factor``, 0 where ``g == 0``), not by
+    calling the op itself: the transpose of a rule that calls its own op would recurse (forward mode)."""
+    return where(eq(g, 0), 0.0, g * factor)
+
+
 def _xlogy_rule(ctx, g):
     x, y = ctx.inputs
     gx = None
     if ctx.needs[0]:  # PyTorch: xlogy(grad, y), 0 where x == 0 and y <= 0
-        gx = xlogy(g, y)
+        gx = g_times(g, log(y))
         mask = at_zero_x(x, y, 0.0)
         gx = gx if mask is None else where(mask, 0.0, gx)
     gy = g * x / y if ctx.needs[1] else None
     return gx, gy
 
 
-XLOGY = declare("xlogy", _xlogy_forward, _xlogy_rule, save_inputs=True, hint=operands_hint, real_only=True)
+XLOGY = declare("xlogy", _xlogy_forward, _xlogy_rule, save_inputs=True, hint=operands_hint, real_only=True,
+                tangent="rule")
 
 
 def xlogy(input: Number, other: Number) -> Tensor:

@@ -116,9 +116,9 @@ def _cumextreme_rule(ctx, grads):
 
 
 CUMMAX = declare("cummax", _cumextreme_forward, _cumextreme_rule, params=("dim", "largest"), save_result=True,
-                 num_outputs=2, real_only=True)
+                 num_outputs=2, real_only=True, tangent="rule")
 CUMMIN = declare("cummin", _cumextreme_forward, _cumextreme_rule, params=("dim", "largest"), save_result=True,
-                 num_outputs=2, real_only=True)
+                 num_outputs=2, real_only=True, tangent="rule")
 
 
 def cummax(input: Tensor, dim: int) -> CummaxResult:

@@ -155,9 +155,9 @@ def _select_rule(ctx, g):
 
 
 MAX_DIM = declare("max_dim", _max_dim_forward, _select_rule, params=("dim", "keepdim"), save_result=True,
-                  num_outputs=2, node_name="MaxBackward0", real_only=True)
+                  num_outputs=2, node_name="MaxBackward0", real_only=True, tangent="rule")
 MIN_DIM = declare("min_dim", _min_dim_forward, _select_rule, params=("dim", "keepdim"), save_result=True,
-                  num_outputs=2, node_name="MinBackward0", real_only=True)
+                  num_outputs=2, node_name="MinBackward0", real_only=True, tangent="rule")
 
 
 def _one_dim(input: Tensor, dim: Any, op: str) -> int:

@@ -173,7 +173,7 @@ def _scatter_back_rule(ctx, g):
 
 def _selection(name: str, forward: Any, params: tuple, node_name: Optional[str] = None) -> Any:
     return declare(name, forward, _scatter_back_rule, params=params, save_result=True, num_outputs=2,
-                   node_name=node_name, real_only=True)
+                   node_name=node_name, real_only=True, tangent="rule")  # ties: the selected element's tangent
 
 
 SORT = _selection("sort", _sort_forward, ("dim", "descending"))
@@ -183,9 +183,9 @@ MEDIAN_DIM = _selection("median_dim", _median_forward, ("dim", "keepdim", "ignor
 MODE = _selection("mode", _mode_forward, ("dim", "keepdim"))
 # Without dim: ties share the gradient evenly (_evenly_rule reads the params (dims, keepdim)).
 MEDIAN_ALL = declare("median", _median_all_forward, _evenly_rule, params=("dims", "keepdim"), save_inputs=True,
-                     save_result=True, real_only=True)
+                     save_result=True, real_only=True, tangent="rule")
 NANMEDIAN_ALL = declare("nanmedian", _nanmedian_all_forward, _evenly_rule, params=("dims", "keepdim"),
-                        save_inputs=True, save_result=True, real_only=True)
+                        save_inputs=True, save_result=True, real_only=True, tangent="rule")
 NANMEDIAN_DIM = _selection("nanmedian_dim", _median_forward, ("dim", "keepdim", "ignore_nan"), "NanmedianBackward1")
 
 

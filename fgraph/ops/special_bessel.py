@@ -148,9 +148,9 @@ def _erfcx_rule(ctx, g):
 
 
 BESSEL_J0 = declare("bessel_j0", float_unary(_j0_forward, "bessel_j0"), _j0_rule, save_inputs=True,
-                    hint=operand_hint, node_name="SpecialBesselJ0Backward0", real_only=True)
+                    hint=operand_hint, node_name="SpecialBesselJ0Backward0", real_only=True, tangent="rule")
 BESSEL_J1 = declare("bessel_j1", float_unary(_j1_forward, "bessel_j1"), _j1_rule, save_inputs=True,
-                    hint=operand_hint, node_name="SpecialBesselJ1Backward0", real_only=True)
+                    hint=operand_hint, node_name="SpecialBesselJ1Backward0", real_only=True, tangent="rule")
 ERFCX = declare("erfcx", float_unary(_erfcx_forward, "erfcx"), _erfcx_rule, save_inputs=True, save_result=True,
                 hint=operand_hint, node_name="SpecialErfcxBackward0", real_only=True)
 

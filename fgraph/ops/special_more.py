@@ -26,7 +26,8 @@ from fgraph.errors import OpError
 from fgraph.ops._declare import apply_op, apply_unary, declare
 from fgraph.ops._math_helpers import check_number, float_unary, floating_args, operand_hint, operands_hint
 from fgraph.ops.elementwise import Number, cos, eq, exp, log, sigmoid, sign, sin, to_dtype, where
-from fgraph.ops.numerics import at_zero_x
+from fgraph.ops.numerics import at_zero_x, g_times
+from fgraph.ops.elementwise_math import log1p
 from fgraph.ops.special import erfc, lgamma
 from fgraph.tensor import Tensor, _wrap, type_name
 
@@ -50,7 +51,7 @@ def _xlog1py_rule(ctx, g):
     x, y = ctx.inputs
     gx = None
     if ctx.needs[0]:  # PyTorch: xlog1py(grad, y), 0 where x == 0 and y <= -1
-        gx = xlog1py(g, y)
+        gx = g_times(g, log1p(y))
         mask = at_zero_x(x, y, -1.0)
         gx = gx if mask is None else where(mask, 0.0, gx)
     gy = g * x / (y + 1) if ctx.needs[1] else None
@@ -70,7 +71,7 @@ def _entr_rule(ctx, g):
 
 
 XLOG1PY = declare("xlog1py", _xlog1py_forward, _xlog1py_rule, save_inputs=True, hint=operands_hint,
-                  node_name="SpecialXlog1PyBackward0", real_only=True)
+                  node_name="SpecialXlog1PyBackward0", real_only=True, tangent="rule")
 ENTR = declare("entr", _entr_forward, _entr_rule, save_inputs=True, hint=operand_hint,
                node_name="SpecialEntrBackward0", real_only=True)
 

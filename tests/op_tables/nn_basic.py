@@ -107,6 +107,14 @@ def _embedding_squared_ref(w, idx, **params):
     return _embedding_ref(w, idx, **params) ** 2
 
 
+def _rows(w, idx, **params):  # the tangent of an embedding is the rows of the weight's (PyTorch: auto_linear)
+    return w[idx]
+
+
+def _rows_squared(w, idx, **params):
+    return w[idx] ** 2
+
+
 NORM_CASES = cases(
     Case(((2, 3),), dict(p=1.0, dim=(0, 1))),
     Case(((2, 3),), dict(p=3.0)),
@@ -133,11 +141,11 @@ TABLE = [
         Case(((2, 3),), dict(p=0.0)),
         Case(((2, 3),), dict(p=1.0)),
     ), REAL, max_examples=8),
-    OpEntry("embedding", _embedding, _embedding_ref, 1, embedding_cases(), REAL, max_examples=8),
+    OpEntry("embedding", _embedding, _embedding_ref, 1, embedding_cases(), REAL, max_examples=8, jvp_ref=_rows),
     # embedding is linear: squaring its output makes the Hessian-vector product check its double backward
     OpEntry("embedding_squared", _embedding_squared, _embedding_squared_ref, 1, cases(
         Case(((5, 3),), dict(padding_idx=1, scale_grad_by_freq=True), (np.array([[1, 0, 1], [3, 1, 2]]),)),
-    ), REAL, max_examples=4),
+    ), REAL, max_examples=4, jvp_ref=_rows_squared),
 ]
 
 #: Entries whose op has no second derivative in PyTorch: none.
