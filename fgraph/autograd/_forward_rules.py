@@ -4,12 +4,15 @@ A primitive is declared once (its forward kernel and its reverse rule); its tang
 written a second time. ``jvp_op(op, ...)`` is a derived op whose kernel is ``jax.jvp`` of
 ``op``'s kernel restricted to the inputs that carry tangents. For an op declared with
 ``tangent="rule"`` the kernel is instead the transpose of its reverse rule (traced; the rule
-is linear in the cotangents, so the transpose is its ``jax.vjp``): the tangent is then the rule's own Jacobian, with its conventions.
+is linear in the cotangents, so the transpose is its ``jax.vjp``): the tangent is then the
+rule's own Jacobian, with its conventions, and the op's jitted kernel is a ``jax.custom_jvp``
+with that tangent (:func:`rule_forward`), so JAX differentiating it anywhere follows the rule.
 That is for ops whose kernel's JAX derivative is missing or follows another convention than
 PyTorch's, which the rule encodes: ties of ``max(dim)``/``sort``/``mode`` (the tangent of the
 selected element, not JAX's average), ``xlogy`` at 0, kernels JAX differentiates wrongly (the
-Bessel functions' series), and kernels JAX has no JVP for (``svd`` with full matrices,
-``scatter_reduce``'s product, ``eig``'s eigenvectors). Applying a derived op like any op means
+Bessel functions' series; ``jnp.hypot``'s second derivative where ``|a| == |b|``), and
+kernels JAX has no JVP for (``svd`` with full matrices, ``scatter_reduce``'s product,
+``eig``'s eigenvectors). Applying a derived op like any op means
 it is recorded on the autograd graph (``fg.grad`` of a tangent: reverse-over-forward) and has
 tangents of its own (an outer level's: forward-over-forward). A derived op's reverse rule is
 ``jax.vjp`` of its kernel, itself a derived op, and so on, so every order is available and

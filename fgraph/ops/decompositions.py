@@ -43,7 +43,7 @@ from fgraph.ops.elementwise import eq, where
 from fgraph.ops.linalg import matmul
 from fgraph.ops.linalg_solve import solve_triangular
 from fgraph.ops.shape import cat
-from fgraph.tensor import Tensor
+from fgraph.tensor import Tensor, _wrap
 
 
 def _safe_div(x: Tensor, d: Tensor) -> Tensor:
@@ -237,6 +237,7 @@ def _svd_rule(ctx, g):
     vgv = matmul(vh, gvh.mT)
     s2 = s * s
     e = s2.unsqueeze(-2) - s2.unsqueeze(-1)  # e[i, j] = s[j]^2 - s[i]^2
+    e = where(_wrap(jnp.eye(k, dtype=bool)), 0.0, e)  # exactly 0 on the diagonal: XLA's FMAs leave ~1e-16 there
     ga = _safe_div((ugu - ugu.mT) * s.unsqueeze(-2) + s.unsqueeze(-1) * (vgv - vgv.mT), e) + diag_embed(gs)
     if m > n:
         gu_sinv = _safe_div(gu, s.unsqueeze(-2))
