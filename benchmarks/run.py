@@ -7,8 +7,10 @@ workload of the other scripts here, with their builders and agreement checks:
   ``cnn_step.py``), the Hessian-vector product and the 10,000-node graph
   (``second_order_and_scale.py``), the first and second differentiation of a fresh
   200-node structure (``fresh_structure.py``), per-sample gradients
-  (``per_sample_grads.py``), and the peak memory of the MLP step and of the 10,000-node
-  graph (``memory.py``, one subprocess per workload and peer);
+  (``per_sample_grads.py``), forward mode against reverse mode (``forward_mode.py``: a tall
+  Jacobian by ``jacfwd`` and ``jacrev``, the forward-over-reverse Hessian-vector product), and
+  the peak memory of the MLP step and of the 10,000-node graph (``memory.py``, one subprocess
+  per workload and peer);
 * peers: fgraph eager, fgraph compiled (``fg.compile``), PyTorch eager (when installed),
   ``jax.jit`` of the pure-JAX program and un-jitted ``jax.grad``; "n/a" where a peer does
   not apply or is not installed.
@@ -125,6 +127,12 @@ def hvp(quick: bool) -> dict:
     return _time(steps, {**{p: p for p in PEERS}, "jax.jit(jax.grad)": J, SPLIT: SPLIT}, quick)
 
 
+def forward(quick: bool) -> dict:
+    import forward_mode
+
+    return forward_mode.measure(quick)  # {"tall": {peer: us}, "hvp": {peer: us}}
+
+
 def graph10k(quick: bool) -> dict:
     import numpy as np
 
@@ -224,6 +232,14 @@ def budgets(rows: dict, fresh_raw: dict) -> list[tuple[str, str, str, str]]:
     compiled = rows["per_sample"].get(C)
     check("per-sample gradients: loop of fg.grad ÷ fg.compile(vmap(grad))",
           None if compiled is None else loop / compiled, 5, False)
+    tall, fwd_hvp = rows["forward"]["tall"], rows["forward"]["hvp"]
+    check("tall Jacobian R^4→R^2000: fgraph jacrev ÷ fgraph jacfwd",
+          tall["fgraph jacrev"] / tall["fgraph jacfwd"], 5, False)
+    check("HVP forward-over-reverse ÷ fgraph double backward",
+          fwd_hvp["fgraph forward-over-reverse"] / fwd_hvp["fgraph double backward"], 1, True)
+    torch_fwd = fwd_hvp.get("torch.func jvp(grad)")
+    check("HVP forward-over-reverse ÷ torch.func jvp(grad)",
+          None if torch_fwd is None else fwd_hvp["fgraph forward-over-reverse"] / torch_fwd, 1.5, True)
     return out
 
 
@@ -270,6 +286,17 @@ def chain_parts_line(chain: dict) -> list[str]:
     return [line + " (see `overhead.chain_parts`)."]
 
 
+def forward_lines(times: dict) -> list[str]:
+    """The forward-mode workloads (``forward_mode.py``), µs per call, with ratios to fgraph's forward-mode peer."""
+    out = []
+    for key, label, ref in (("tall", "Jacobian of an MLP R^4→R^2000", "fgraph jacfwd"),
+                            ("hvp", "Hessian-vector product, 64 floats (as above)", "fgraph forward-over-reverse")):
+        row = times[key]
+        peers = ", ".join(f"{p} {t:.0f} ({t / row[ref]:.2f}×)" for p, t in row.items())
+        out.append(f"{label}, µs (÷ {ref}): {peers}.")
+    return out
+
+
 def report(rows: dict, fresh_raw: dict, quick: bool, command: str, note: Optional[str]) -> str:
     """This backend's section of ``RESULTS.md``: the environment, the table, the floors and the budgets."""
     import jax
@@ -298,6 +325,7 @@ def report(rows: dict, fresh_raw: dict, quick: bool, command: str, note: Optiona
                    + (f" ({hvp[SPLIT] / hvp[T]:.2f}× PyTorch)" if T in hvp else "")
                    + f"; fgraph eager: that + {(hvp[E] - hvp[SPLIT]) * 1e6:.0f} µs "
                    "(see \"CPU async dispatch\" in `benchmarks/README.md`).")
+    out += forward_lines(rows["forward"])
     out.append(f"Peak memory: resident-set growth during steady-state steps above the process's baseline "
                f"({', '.join(rows['methods'])}), one subprocess per workload and peer; see `benchmarks/memory.py`.")
     for key in ("mem_device_mlp", "mem_device_graph10k"):
@@ -350,7 +378,7 @@ def main(argv: Optional[list[str]] = None) -> int:
 
     match_threads()
     rows: dict = {}
-    stages = (("chain", chain), ("mlp", mlp), ("cnn", cnn), ("hvp", hvp), ("graph10k", graph10k),
+    stages = (("chain", chain), ("mlp", mlp), ("cnn", cnn), ("hvp", hvp), ("forward", forward), ("graph10k", graph10k),
               ("fresh", fresh), ("per_sample", per_sample), ("memory", memory))
     fresh_raw: dict = {}
     for key, stage in stages:

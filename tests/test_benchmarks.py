@@ -29,7 +29,9 @@ BUDGETS = ("per-op overhead: fgraph eager ÷ PyTorch eager", "MLP step: fgraph e
            "CNN step: fgraph compiled ÷ jax.jit", "HVP: fgraph eager ÷ PyTorch eager",
            "10,000-node graph: fgraph eager ÷ PyTorch eager", "fresh 200-node structure: slowest fg.grad call",
            "per-sample gradients: loop of fg.grad ÷ fgraph vmap(grad)",
-           "per-sample gradients: loop of fg.grad ÷ fg.compile(vmap(grad))")
+           "per-sample gradients: loop of fg.grad ÷ fg.compile(vmap(grad))",
+           "tall Jacobian R^4→R^2000: fgraph jacrev ÷ fgraph jacfwd", "HVP forward-over-reverse ÷ fgraph double backward",
+           "HVP forward-over-reverse ÷ torch.func jvp(grad)")
 
 
 def test_quick_suite_prints_every_workload_row():
@@ -49,6 +51,8 @@ def test_quick_suite_prints_every_workload_row():
     assert re.search(r"^MLP step cut into the nine programs fgraph eager dispatches.*: [0-9]+ µs, jax\.jit \+ -?[0-9]+ µs",
                      proc.stdout, re.M), "the eager design's floor (pure JAX, nine programs) is not reported"
     assert re.search(r"^HVP cut into the nine programs fgraph eager runs.*: [0-9]+ µs", proc.stdout, re.M)
+    assert re.search(r"^Jacobian of an MLP R\^4→R\^2000, µs \(÷ fgraph jacfwd\): fgraph jacfwd [0-9]+ \(1\.00×\), "
+                     r"fgraph jacrev [0-9]+", proc.stdout, re.M), "the forward-mode Jacobian is not reported"
     assert re.search(r"^Per-op row in parts .*no fgraph [0-9.]+; fgraph forward under no_grad [0-9.]+, recording [0-9.]+, "
                      r"backward -?[0-9.]+", proc.stdout, re.M), "the per-op row's parts are not reported"
     verdicts = [r for r in rows if len(r.split(" | ")) == 4]
