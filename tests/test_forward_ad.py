@@ -273,3 +273,23 @@ def test_semantics_match_torch():
         (rt,) = torch.autograd.grad(tfw.unpack_dual(yt).tangent.sum(), xt)
         (r,) = fg.grad(fwAD.unpack_dual(y).tangent.sum(), [x])
         np.testing.assert_allclose(r.numpy(), rt.detach().numpy())
+
+
+def test_pinn_example_second_derivative_by_forward_mode_equals_reverse_mode(monkeypatch):
+    """examples/pinn_poisson.py takes u'' by forward-over-forward: the values and the loss's weight
+    gradients equal the two-create_graph-gradients way (kept in the example as the reference)."""
+    import pathlib
+
+    monkeypatch.syspath_prepend(str(pathlib.Path(__file__).resolve().parents[1] / "examples"))
+    pinn = pytest.importorskip("pinn_poisson")
+    fg.manual_seed(0)
+    model = pinn.make_model()
+    x = fg.linspace(0.0, 1.0, 9, dtype=fg.float64)[1:-1].reshape(7, 1)
+    forward, reverse = pinn.second_derivative(model, x), pinn.second_derivative_reverse(model, x)
+    np.testing.assert_allclose(forward.numpy(), reverse.numpy(), rtol=1e-12, atol=1e-12)
+    params = [p for p in model.parameters()]
+    g_fwd = fg.grad((forward**2).mean(), params, allow_unused=True)
+    g_rev = fg.grad((reverse**2).mean(), params, allow_unused=True)
+    for a, b, p in zip(g_fwd, g_rev, params):  # the last bias: None by reverse mode, zeros by forward mode
+        a, b = (np.zeros(p.shape) if g is None else g.numpy() for g in (a, b))
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
