@@ -168,9 +168,11 @@ def listed_cases(entry: OpEntry) -> list:
     return list(elements) if elements is not None else [None]
 
 
-def check_entry(data, entry: OpEntry, dtype: np.dtype, case: Case = None, mixed: bool = False) -> None:
+def check_entry(data, entry: OpEntry, dtype: np.dtype, case: Case = None, mixed: bool = False,
+                forward: bool = True) -> None:
     """Check ``case`` of ``entry`` (drawn when ``None``) against its JAX reference, on drawn values
-    (``mixed``: reverse-over-forward too, see :func:`jax_oracle.check_against_jax`)."""
+    (``forward``: forward mode's tangent too; ``mixed``: forward-over-reverse and reverse-over-forward,
+    see :func:`jax_oracle.check_against_jax`)."""
     if case is None:
         case = data.draw(entry.cases, label="case")
     arrays = draw_inputs(data, entry, case, dtype)
@@ -195,5 +197,6 @@ def check_entry(data, entry: OpEntry, dtype: np.dtype, case: Case = None, mixed:
         jit_key=key,
         mixed=mixed,
         jvp_ref=jvp_ref,
+        forward=forward,
     )
 
