@@ -29,7 +29,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 import jax
 import jax.numpy as jnp
 
-from fgraph.autograd import _hook_calls, fused_create_graph, fused_lazy, fusion, segments
+from fgraph.autograd import _hook_calls, fused_create_graph, fused_dual, fused_lazy, fusion, segments
 from fgraph.autograd._record_state import RECORD_EXTRAS
 from fgraph.autograd.anomaly import anomaly_apply
 from fgraph.autograd.grad_mode import _GRAD_ENABLED
@@ -353,11 +353,17 @@ def _execute_pass(roots: tuple, seeds: list, inputs: Optional[tuple], create_gra
     callbacks = _PassCallbacks()
     task_token = _CALLBACKS.set(callbacks)
     fusion.pass_started()
-    dual = bool(open_levels())  # dual values: rules run on Tensors, node by node, so tangents flow
+    dual = bool(open_levels())  # dual values: the pass runs as one op (fused_dual) or node by node
     try:
         lazy = LAZY.get()
         if anomaly is None and not dual and (lazy is None or not create_graph):
             fused = _run_fused(graph_root, root_nr, seeds, output_edges, accumulate, min_topo, create_graph, lazy)
+            if fused is not None:
+                return fused
+        elif anomaly is None and dual and lazy is None:
+            found = fusion.structure_of(graph_root, root_nr, seeds, output_edges, accumulate, min_topo)
+            fused = None if found is None else fused_dual.try_run(found, graph_root, root_nr, seeds, output_edges,
+                                                                   accumulate, min_topo)
             if fused is not None:
                 return fused
         if len(roots) == 1:  # the gradients arriving at each node, summed when it runs

@@ -145,10 +145,10 @@ class masked_to:
 _TANGENTS: dict[int, tuple] = {}
 
 
-def _forget(key: int, ref: weakref.ref) -> None:
-    entry = _TANGENTS.get(key)
+def _forget(key: int, ref: weakref.ref, table: dict = _TANGENTS) -> None:
+    entry = table.get(key)  # the table as an argument: it outlives this module's globals at exit
     if entry is not None and entry[0] is ref:
-        del _TANGENTS[key]
+        del table[key]
 
 
 def tangents_of(t: Any) -> Optional[dict]:

@@ -158,7 +158,7 @@ class _FusedProgram:
     ``_FAILED`` (with ``error``) if tracing or compiling raised.
     """
 
-    __slots__ = ("_calls", "jitted", "state", "error", "n_nodes", "flat", "__weakref__")
+    __slots__ = ("_calls", "jitted", "state", "error", "n_nodes", "flat", "dual", "__weakref__")
 
     def __init__(self, n_nodes: int, body: Optional[Callable] = None) -> None:
         self._calls = threading.local()  # the plan is per thread: threads may call one program at once
@@ -167,6 +167,7 @@ class _FusedProgram:
         self.error: Optional[BaseException] = None
         self.n_nodes = n_nodes
         self.flat: Any = None  # its differentiable form, made by fgraph.autograd.fused_create_graph
+        self.dual: Any = None  # its form as a derived op, made by fgraph.autograd.fused_dual
 
     def __call__(self, plan: Plan) -> tuple:
         self._calls.plan = plan

@@ -1,0 +1,133 @@
+"""Fused passes on dual values: a backward pass under forward mode as one op, its tangent as one program.
+
+Forward-over-reverse (``jvp`` of ``grad``: the cheapest Hessian-vector product) runs a backward
+pass while a dual level is open: the gradients must carry tangents. Node by node, every rule
+runs on dual Tensors, so each of its ops dispatches twice (value and tangent) with Python in
+between. When the pass's structure is fused (:mod:`fgraph.autograd.fusion`), its program is a
+pure JAX function of the seeds and saved values, so here it runs as one *derived op*
+(:mod:`fgraph.autograd._forward_rules`) whose inputs are those values as Tensors, carrying the
+tangents they had when they were made (saved inputs their own, saved results the ones their
+node remembered). Forward mode then gives the gradients' tangents as ``jax.jvp`` of that one
+program (one dispatch), and a ``create_graph`` pass records the op like any other: its reverse
+rule is ``jax.vjp`` of the program, so every mix of orders goes through.
+
+The op's kernel traces the engine over a *template* plan (the first pass of the structure):
+the structure key guarantees every pass of it has the same graph, and a kernel derived later
+(the tangent's, a reverse rule's) may trace when no pass is running.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Optional
+
+import jax
+
+from fgraph.autograd import fusion
+from fgraph.autograd.forward_ad import attach, tangents_of
+from fgraph.autograd.graph import make_edge
+from fgraph.autograd.structure import make_plan
+from fgraph.tensor import Tensor, _rewrap
+
+__all__ = ["try_run"]
+
+_lock = threading.Lock()
+
+
+class FusedPassKernel:
+    """A fused pass's program on flat arrays, ``(*seeds, *saved) -> (*captured, *leaf)`` gradients (``None``
+    dropped; one alone is returned bare, as derived kernels with one output do), tracing the engine over
+    ``template`` unless a pass supplies its own plan."""
+
+    __slots__ = ("name", "program", "template", "present", "_vjps", "__weakref__")
+
+    def __init__(self, program: Any, template: Any) -> None:
+        self.name = "fused_pass"
+        self.program, self.template = program, template
+        self.present: Optional[tuple] = None  # which captured and leaf gradients exist (set by a trace)
+        self._vjps: dict = {}  # positions -> VjpKernel (see _forward_rules._derived_rule)
+
+    def __call__(self, *arrays: Any) -> tuple:
+        calls = self.program._calls
+        previous = getattr(calls, "plan", None)
+        if previous is None:
+            calls.plan = self.template
+        try:
+            captured, leaves = fusion._fused_body(self.program, *arrays)
+        finally:
+            calls.plan = previous
+        self.present = (tuple(a is not None for a in captured), tuple(a is not None for a in leaves))
+        outs = tuple(a for a in (*captured, *leaves) if a is not None)
+        return outs[0] if len(outs) == 1 else outs
+
+    @property
+    def single(self) -> bool:
+        return sum(self.present[0]) + sum(self.present[1]) == 1
+
+
+def try_run(found: Any, graph_root: Any, root_nr: int, seeds: list, output_edges: list, accumulate: bool,
+            min_topo: int) -> Optional[tuple[list, dict]]:
+    """Run a pass (of structure ``found``) under open dual levels as one derived op; ``None``: node by node."""
+    if found.packed:
+        return None
+    plan = make_plan(found, graph_root, root_nr, seeds, output_edges, accumulate, min_topo)
+    if fusion._traced(plan.arrays):
+        return None
+    program, fresh = fusion._program_for(found.key, len(found.order))
+    if program is None or fresh and fusion._run_program(program, fresh, plan) is None:
+        return None  # not seen often enough yet, or compiling in the background
+    inputs = _inputs(found, seeds, plan.arrays)
+    if inputs is None:
+        return None
+    kernel = _kernel(program, plan)
+    from fgraph.autograd._forward_rules import _derived_def
+    from fgraph.ops._declare import apply_op
+
+    op = _derived_def(kernel.name, kernel.single)
+    calls = program._calls
+    previous = getattr(calls, "plan", None)
+    calls.plan = plan  # a first call traces this pass
+    try:
+        outs = apply_op(op, tuple(inputs), op.Params(kernel))
+    finally:
+        calls.plan = previous
+    outs = iter((outs,) if kernel.single else outs)
+    captured_present, leaf_present = kernel.present
+    captured = [next(outs) if present else None for present in captured_present]
+    leaf_grads = {acc: next(outs) for acc, present in zip(found.leaves, leaf_present) if present}
+    return captured, leaf_grads
+
+
+def _kernel(program: Any, plan: Any) -> FusedPassKernel:
+    kernel = program.dual
+    if kernel is None:
+        with _lock:
+            if program.dual is None:
+                kernel = FusedPassKernel(program, plan)
+                jax.eval_shape(kernel, *plan.arrays)  # which gradients the program returns: kernel.present
+                program.dual = kernel
+            kernel = program.dual
+    return kernel
+
+
+def _inputs(found: Any, seeds: list, arrays: list) -> Optional[list]:
+    """The program's inputs as records on their edges, with the tangents they were made with."""
+    from fgraph.autograd.forward_ad import _RESULT_TANGENTS
+    from fgraph.autograd.fused_create_graph import FusedBackward
+
+    inputs: list = list(seeds)
+    for node, span in zip(found.order, found.layout):
+        if span is None:
+            continue
+        start, stop = span
+        if type(node) is FusedBackward:
+            inputs.extend(_rewrap(a, e) if isinstance(a, jax.Array) else a
+                          for a, e in zip(arrays[start:stop], node.next_edges))
+            continue
+        saved = node.saved_inputs or ()
+        inputs.extend(saved)
+        remembered = _RESULT_TANGENTS.get(node) or {}
+        for k, r in enumerate(arrays[start + len(saved):stop]):
+            inputs.append(attach(_rewrap(r, make_edge(node, k)), remembered.get(k, {})))
+    if len(inputs) != len(arrays):
+        return None
+    return inputs
