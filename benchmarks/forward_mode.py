@@ -5,8 +5,9 @@
   output (2000, batched): fgraph ``jacfwd`` against fgraph ``jacrev``, ``torch.func.jacfwd`` /
   ``jacrev``, and ``jax.jit`` of ``jax.jacfwd`` / ``jax.jacrev``. Microseconds per Jacobian.
 * ``hvp``: the Hessian-vector product of ``second_order_and_scale.py`` (``tanh(tanh(x @ W1) @
-  W2).sum()``, 64 floats): forward-over-reverse (``fg.func.jvp`` of ``fg.func.grad``) against
-  fgraph's double backward, ``torch.func.jvp(torch.func.grad)`` and ``jax.jit(jax.jvp(jax.grad))``.
+  W2).sum()``, 64 floats): forward-over-reverse, as ``fg.func.jvp`` of ``fg.func.grad`` (against
+  ``torch.func.jvp(torch.func.grad)``) and with the engine's API (a dual leaf through ``fg.grad``,
+  against fgraph's double backward, which uses that API too), and ``jax.jit(jax.jvp(jax.grad))``.
   Microseconds per product.
 
 Timing is ``overhead.py``'s: interleaved repeats, medians, synchronised results, every peer's
@@ -22,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import fgraph as fg
+from fgraph.autograd import forward_ad
 from second_order_and_scale import fgraph_hvp, hvp_data, hvp_loss
 from timing import block, check_agreement, cli, measure_all, thread_settings, to_torch, torch, torch_done
 
@@ -91,6 +93,21 @@ def fgraph_hvp_forward(data: dict) -> Callable[[], object]:
     return step
 
 
+def fgraph_hvp_forward_ad(data: dict) -> Callable[[], object]:
+    """The same product written with the engine's own API, as the double backward is: a dual leaf, ``fg.grad``."""
+    x, v, w1, w2 = (fg.tensor(data[k]) for k in ("x", "v", "w1", "w2"))
+
+    def step():
+        with forward_ad.dual_level():
+            leaf = x.detach().requires_grad_()
+            (g,) = fg.grad(hvp_loss(forward_ad.make_dual(leaf, v), w1, w2, fg.tanh), [leaf])
+            hv = forward_ad.unpack_dual(g).tangent
+        block(hv.data)
+        return [hv]
+
+    return step
+
+
 def torch_hvp_forward(data: dict) -> Callable[[], object]:
     x, v, w1, w2 = (to_torch(data[k]) for k in ("x", "v", "w1", "w2"))
     grad = torch.func.grad(lambda y: hvp_loss(y, w1, w2, torch.tanh))
@@ -116,8 +133,8 @@ def jax_hvp_forward(data: dict) -> Callable[[], object]:
 # -- the suite's entry points --------------------------------------------------------------------------
 TALL_PEERS = ("fgraph jacfwd", "fgraph jacrev", "torch.func.jacfwd", "torch.func.jacrev", "jax.jit(jax.jacfwd)",
               "jax.jit(jax.jacrev)")
-HVP_PEERS = ("fgraph forward-over-reverse", "fgraph double backward", "torch.func jvp(grad)",
-             "jax.jit(jax.jvp(jax.grad))")
+HVP_PEERS = ("fgraph forward-over-reverse", "fgraph forward_ad + fg.grad", "fgraph double backward",
+             "torch.func jvp(grad)", "jax.jit(jax.jvp(jax.grad))")
 
 
 def tall_steps(rng: np.random.Generator) -> dict:
@@ -133,7 +150,8 @@ def tall_steps(rng: np.random.Generator) -> dict:
 
 def hvp_steps(rng: np.random.Generator) -> dict:
     data = hvp_data(rng)
-    steps = {"fgraph forward-over-reverse": fgraph_hvp_forward(data), "fgraph double backward": fgraph_hvp(data),
+    steps = {"fgraph forward-over-reverse": fgraph_hvp_forward(data),
+             "fgraph forward_ad + fg.grad": fgraph_hvp_forward_ad(data), "fgraph double backward": fgraph_hvp(data),
              "jax.jit(jax.jvp(jax.grad))": jax_hvp_forward(data)}
     if torch is not None:
         steps["torch.func jvp(grad)"] = torch_hvp_forward(data)
@@ -172,8 +190,10 @@ def run(quick: bool) -> int:
             "fgraph forward-over-reverse")
     t, h = times["tall"], times["hvp"]
     print(f"budgets: fgraph jacrev / jacfwd = {t['fgraph jacrev'] / t['fgraph jacfwd']:.2f}x (>= 5x); "
-          f"forward-over-reverse / double backward = "
-          f"{h['fgraph forward-over-reverse'] / h['fgraph double backward']:.2f}x (<= 1x)"
+          f"forward-over-reverse (forward_ad + fg.grad) / double backward = "
+          f"{h['fgraph forward_ad + fg.grad'] / h['fgraph double backward']:.2f}x (<= 1x); "
+          f"(func.jvp(func.grad) / double backward = "
+          f"{h['fgraph forward-over-reverse'] / h['fgraph double backward']:.2f}x)"
           + (f"; / torch.func jvp(grad) = {h['fgraph forward-over-reverse'] / h['torch.func jvp(grad)']:.2f}x "
              "(<= 1.5x)" if "torch.func jvp(grad)" in h else ""))
     return 0

@@ -235,10 +235,10 @@ def budgets(rows: dict, fresh_raw: dict) -> list[tuple[str, str, str, str]]:
     tall, fwd_hvp = rows["forward"]["tall"], rows["forward"]["hvp"]
     check("tall Jacobian R^4→R^2000: fgraph jacrev ÷ fgraph jacfwd",
           tall["fgraph jacrev"] / tall["fgraph jacfwd"], 5, False)
-    check("HVP forward-over-reverse ÷ fgraph double backward",
-          fwd_hvp["fgraph forward-over-reverse"] / fwd_hvp["fgraph double backward"], 1, True)
+    check("HVP forward-over-reverse (forward_ad + fg.grad) ÷ fgraph double backward",
+          fwd_hvp["fgraph forward_ad + fg.grad"] / fwd_hvp["fgraph double backward"], 1, True)
     torch_fwd = fwd_hvp.get("torch.func jvp(grad)")
-    check("HVP forward-over-reverse ÷ torch.func jvp(grad)",
+    check("HVP forward-over-reverse (func.jvp(func.grad)) ÷ torch.func jvp(grad)",
           None if torch_fwd is None else fwd_hvp["fgraph forward-over-reverse"] / torch_fwd, 1.5, True)
     return out
 

@@ -30,8 +30,8 @@ BUDGETS = ("per-op overhead: fgraph eager ÷ PyTorch eager", "MLP step: fgraph e
            "10,000-node graph: fgraph eager ÷ PyTorch eager", "fresh 200-node structure: slowest fg.grad call",
            "per-sample gradients: loop of fg.grad ÷ fgraph vmap(grad)",
            "per-sample gradients: loop of fg.grad ÷ fg.compile(vmap(grad))",
-           "tall Jacobian R^4→R^2000: fgraph jacrev ÷ fgraph jacfwd", "HVP forward-over-reverse ÷ fgraph double backward",
-           "HVP forward-over-reverse ÷ torch.func jvp(grad)")
+           "tall Jacobian R^4→R^2000: fgraph jacrev ÷ fgraph jacfwd", "HVP forward-over-reverse (forward_ad + fg.grad) ÷ fgraph double backward",
+           "HVP forward-over-reverse (func.jvp(func.grad)) ÷ torch.func jvp(grad)")
 
 
 def test_quick_suite_prints_every_workload_row():

@@ -34,9 +34,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from fgraph.autograd.forward_ad import attach, masked_to, open_levels, remember_result, tangent_at, tangents_of
-from fgraph.tensor import Tensor
+from fgraph.autograd.grad_mode import _GRAD_ENABLED
+from fgraph.tensor import Tensor, _wrap
 
-__all__ = ["propagate", "propagate_function", "jvp_op"]
+__all__ = ["apply_dual", "run_dual", "propagate", "propagate_function", "jvp_op"]
 
 _INEXACT: dict = {}
 
@@ -230,6 +231,107 @@ def jvp_op(op: Any, params: Any, positions: tuple, float_out: tuple, n: int) -> 
     return derived, derived.Params(kernel)
 
 
+# -- one open level: value and tangent in one dispatch ----------------------------------------------------
+class PairKernel:
+    """``(*args, *tangents) -> (op's outputs, tangents of its float outputs or None)``: one jitted program
+    for a dual op's value and tangent (the tangent is :func:`jvp_op`'s kernel, so it is the one recorded).
+    ``derived`` caches, per output dtypes, the float outputs and the derived op that records the tangent."""
+
+    __slots__ = ("op", "params", "positions", "n", "jitted", "derived")
+
+    def __init__(self, op: Any, params: Any, positions: tuple, n: int) -> None:
+        self.op, self.params, self.positions, self.n = op, params, positions, n
+        self.jitted = jax.jit(self._body)
+        self.derived: dict = {}
+
+    def _body(self, *arrays: Any) -> tuple:
+        op = self.op
+        out = op.kernel(self.params)(*arrays[: self.n])
+        outs = (out,) if op.num_outputs == 1 else tuple(out)
+        float_out = tuple(j for j, o in enumerate(outs) if _inexact(o.dtype))
+        if not float_out:
+            return out, None
+        return out, jvp_op(op, self.params, self.positions, float_out, self.n)[1].fn(*arrays)
+
+    def derived_for(self, outs: tuple) -> tuple:
+        """``(float_out, derived op, its params)`` for outputs ``outs``."""
+        key = tuple(o.dtype for o in outs)
+        found = self.derived.get(key)
+        if found is None:
+            float_out = tuple(j for j, o in enumerate(outs) if _inexact(o.dtype))
+            found = self.derived[key] = (float_out, *jvp_op(self.op, self.params, self.positions, float_out, self.n))
+        return found
+
+
+_PAIRS: dict = {}  # (op, params, positions, n) -> PairKernel
+_RECORD: list = []  # fgraph.ops._declare._record, imported on first use (it imports this module)
+
+
+def apply_dual(op: Any, args: tuple, arrays: list, params: Any, edges: tuple, recording: bool) -> Any:
+    """``op`` on ``args`` with its tangent attached, both from one dispatch, when exactly one level is open and
+    an input is dual at it (:func:`fgraph.ops._declare.apply_op`'s arrays and edges); else ``None``."""
+    levels = open_levels()
+    if len(levels) != 1 or not op.differentiable or op.rule is None:
+        return None
+    level = levels[0]
+    positions, tangents = [], []
+    for i, a in enumerate(args):
+        if isinstance(a, Tensor):
+            t = tangent_at(a, level)
+            if t is not None:
+                positions.append(i)
+                tangents.append(t)
+    if not positions:
+        return None
+    return run_dual(op, args, arrays, params, edges, recording, level, tuple(positions), tangents)
+
+
+def run_dual(op: Any, args: tuple, arrays: list, params: Any, edges: tuple, recording: bool, level: Any,
+             positions: tuple, tangents: list) -> Any:
+    """:func:`apply_dual` once the dual inputs are known: ``tangents`` (Tensors) of ``args[positions]``."""
+    key = (op, params, positions, len(args))
+    pair = _PAIRS.get(key)
+    if pair is None:
+        pair = _PAIRS[key] = PairKernel(*key)
+    t_arrays = [t.data for t in tangents]
+    try:
+        out, t_out = pair.jitted(*arrays, *t_arrays)
+    except (TypeError, ValueError, IndexError):
+        return None  # the plain path explains the error
+    if not _RECORD:
+        from fgraph.ops._declare import _record
+
+        _RECORD.append(_record)
+    record = _RECORD[0]
+    grad_on = _GRAD_ENABLED.get()
+    if recording and grad_on:
+        result = record(op, args, arrays, params, edges, out)
+    else:
+        result = _wrap(out) if op.num_outputs == 1 else tuple([_wrap(o) for o in out])
+    if t_out is None:
+        return result
+    outs = result if isinstance(result, tuple) else (result,)
+    float_out, derived, derived_params = pair.derived_for(outs)
+    if grad_on and (recording or any(t._edge is not None for t in tangents)):
+        t_edges = (*edges, *[t._edge for t in tangents])
+        t_result = record(derived, (*args, *tangents), [*arrays, *t_arrays], derived_params, t_edges, t_out)
+    else:
+        t_result = _wrap(t_out) if len(float_out) == 1 else tuple([_wrap(t) for t in t_out])
+    _attach_tangents(op, outs, float_out, level, t_result, fresh=True)
+    return result
+
+
+def _attach_tangents(op: Any, outs: tuple, float_out: tuple, level: Any, t_out: Any, fresh: bool = False) -> None:
+    """Give ``outs[float_out]`` their tangents ``t_out`` at ``level`` (``fresh``: they have none yet)."""
+    t_out = t_out if isinstance(t_out, tuple) else (t_out,)
+    for j, t in zip(float_out, t_out):
+        out = outs[j]
+        tangents = {level: t} if fresh else {**(tangents_of(out) or {}), level: t}
+        attach(out, tangents)
+        if op.save_result and out.grad_fn is not None:  # its rule reads the result: keep its tangent
+            remember_result(out.grad_fn, out.output_nr, tangents)
+
+
 # -- propagation ---------------------------------------------------------------------------------------
 def propagate(op: Any, args: tuple, params: Any, result: Any) -> Any:
     """Attach to ``result`` (``op``'s output, or tuple of outputs) its tangents at every open level."""
@@ -254,12 +356,7 @@ def propagate(op: Any, args: tuple, params: Any, result: Any) -> Any:
 
         with masked_to(levels[:k]):
             t_out = apply_op(derived, (*args, *tangents), derived_params)
-        t_out = t_out if isinstance(t_out, tuple) else (t_out,)
-        for j, t in zip(float_out, t_out):
-            out = outs[j]
-            attach(out, {**(tangents_of(out) or {}), level: t})
-            if op.save_result and out.grad_fn is not None:  # its rule reads the result: keep its tangent
-                remember_result(out.grad_fn, out.output_nr, tangents_of(out))
+        _attach_tangents(op, outs, float_out, level, t_out)
     return result
 
 

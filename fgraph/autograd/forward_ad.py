@@ -173,18 +173,23 @@ def attach(t: Tensor, tangents: dict) -> Tensor:
     return t
 
 
-#: node -> {output_nr: {level: tangent}} for ops whose rule reads their result: a node keeps the result's
-#: array, and a rule run on dual gradients (forward-over-reverse) needs its tangent too.
-_RESULT_TANGENTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
 def remember_result(node: Any, output_nr: int, tangents: dict) -> None:
-    _RESULT_TANGENTS.setdefault(node, {})[output_nr] = tangents
+    """Keep on ``node`` (an op's node whose rule reads its result) the tangents of its output ``output_nr``:
+    the node keeps the result's array, and a rule run on dual gradients (forward-over-reverse) needs them."""
+    found = result_tangents(node)
+    if found is None:
+        found = node.result_tangents = {}
+    found[output_nr] = tangents
+
+
+def result_tangents(node: Any) -> Optional[dict]:
+    """``{output_nr: {level: tangent}}`` remembered on ``node``, or ``None``."""
+    return getattr(node, "result_tangents", None)
 
 
 def with_result_tangents(node: Any, result: Any) -> Any:
     """The records a node's rule reads as its result, with the tangents they had when they were made."""
-    found = _RESULT_TANGENTS.get(node)
+    found = result_tangents(node)
     if not found:
         return result
     if isinstance(result, tuple):

@@ -23,7 +23,9 @@ from typing import Any, Optional
 import jax
 
 from fgraph.autograd import fusion
-from fgraph.autograd.forward_ad import attach, tangents_of
+from fgraph.autograd._forward_rules import _derived_def, run_dual
+from fgraph.autograd.forward_ad import attach, open_levels, result_tangents, tangent_at
+from fgraph.autograd.fused_create_graph import FusedBackward
 from fgraph.autograd.graph import make_edge
 from fgraph.autograd.structure import make_plan
 from fgraph.tensor import Tensor, _rewrap
@@ -75,19 +77,29 @@ def try_run(found: Any, graph_root: Any, root_nr: int, seeds: list, output_edges
     program, fresh = fusion._program_for(found.key, len(found.order))
     if program is None or fresh and fusion._run_program(program, fresh, plan) is None:
         return None  # not seen often enough yet, or compiling in the background
-    inputs = _inputs(found, seeds, plan.arrays)
-    if inputs is None:
+    level = open_levels()
+    level = level[0] if len(level) == 1 else None
+    found_inputs = _inputs(found, seeds, plan.arrays, level)
+    if found_inputs is None:
         return None
+    inputs, positions, tangents = found_inputs
     kernel = _kernel(program, plan)
-    from fgraph.autograd._forward_rules import _derived_def
-    from fgraph.ops._declare import apply_op
-
     op = _derived_def(kernel.name, kernel.single)
+    params = op.Params(kernel)
     calls = program._calls
     previous = getattr(calls, "plan", None)
     calls.plan = plan  # a first call traces this pass
     try:
-        outs = apply_op(op, tuple(inputs), op.Params(kernel))
+        if level is None or not positions:  # nested levels (tangents level by level), or no tangents here
+            from fgraph.ops._declare import apply_op
+
+            outs = apply_op(op, tuple(inputs), params)
+        else:
+            edges = tuple(t._edge if isinstance(t, Tensor) else None for t in inputs)
+            outs = run_dual(op, tuple(inputs), plan.arrays, params, edges, any(e is not None for e in edges), level,
+                            positions, tangents)
+            if outs is None:
+                return None
     finally:
         calls.plan = previous
     outs = iter((outs,) if kernel.single else outs)
@@ -109,25 +121,39 @@ def _kernel(program: Any, plan: Any) -> FusedPassKernel:
     return kernel
 
 
-def _inputs(found: Any, seeds: list, arrays: list) -> Optional[list]:
-    """The program's inputs as records on their edges, with the tangents they were made with."""
-    from fgraph.autograd.forward_ad import _RESULT_TANGENTS
-    from fgraph.autograd.fused_create_graph import FusedBackward
-
+def _inputs(found: Any, seeds: list, arrays: list, level: Any) -> Optional[tuple]:
+    """``(inputs, positions, tangents)``: the program's inputs as records on their edges, and at ``level``
+    (one open level; ``None``: several, the inputs then carry their tangents) the dual ones' tangents."""
     inputs: list = list(seeds)
+    tangents_at: list = [None] * len(seeds) if level is not None else None
+    if level is not None:
+        for i, s in enumerate(seeds):
+            tangents_at[i] = tangent_at(s, level)
     for node, span in zip(found.order, found.layout):
         if span is None:
             continue
         start, stop = span
-        if type(node) is FusedBackward:
+        if type(node) is FusedBackward:  # its values have no tangents: made outside forward mode
             inputs.extend(_rewrap(a, e) if isinstance(a, jax.Array) else a
                           for a, e in zip(arrays[start:stop], node.next_edges))
+            if level is not None:
+                tangents_at.extend([None] * (stop - start))
             continue
         saved = node.saved_inputs or ()
         inputs.extend(saved)
-        remembered = _RESULT_TANGENTS.get(node) or {}
+        remembered = result_tangents(node) or {}
+        if level is not None:
+            tangents_at.extend(tangent_at(t, level) if isinstance(t, Tensor) else None for t in saved)
         for k, r in enumerate(arrays[start + len(saved):stop]):
-            inputs.append(attach(_rewrap(r, make_edge(node, k)), remembered.get(k, {})))
+            result = _rewrap(r, make_edge(node, k))
+            if level is None:
+                attach(result, remembered.get(k, {}))
+            else:
+                tangents_at.append(remembered.get(k, {}).get(level))
+            inputs.append(result)
     if len(inputs) != len(arrays):
         return None
-    return inputs
+    if level is None:
+        return inputs, (), []
+    positions = tuple(i for i, t in enumerate(tangents_at) if t is not None)
+    return inputs, positions, [tangents_at[i] for i in positions]

@@ -77,8 +77,20 @@ def tensor_leaves(tree: Any) -> tuple[list, Any]:
     return flatten(tree, is_tensor)
 
 
+_LEAF_DEF = jax.tree_util.tree_structure(0)
+_TUPLE_DEFS: dict = {}  # n -> the treedef of a tuple of n leaves
+
+
 def flatten(tree: Any, is_leaf: Optional[Callable[[Any], bool]] = None) -> tuple[list, Any]:
     """``jax.tree_util.tree_flatten`` whose treedef remembers the dicts' key orders (see :func:`tensor_leaves`)."""
+    if is_leaf is is_tensor:  # the transforms' common trees, without JAX calling is_leaf on each node
+        if type(tree) is Tensor:
+            return [tree], _LEAF_DEF
+        if type(tree) is tuple and all(type(t) is Tensor for t in tree):
+            treedef = _TUPLE_DEFS.get(len(tree))
+            if treedef is None:
+                treedef = _TUPLE_DEFS[len(tree)] = jax.tree_util.tree_structure((0,) * len(tree))
+            return list(tree), treedef
     leaves, treedef = jax.tree_util.tree_flatten(tree, is_leaf=is_leaf)
     orders = key_orders(tree, is_leaf)
     return leaves, treedef if orders is None else KeyOrderedDef(treedef, orders)
@@ -184,4 +196,6 @@ def _detach_leaf(x: Any) -> Any:
 
 def detach_tree(tree: Any) -> Any:
     """``tree`` with every Tensor that requires grad replaced by a graph-free copy (dicts keep their order)."""
+    if type(tree) is Tensor:
+        return _detach_leaf(tree)
     return tree_map(_detach_leaf, tree, is_leaf=is_tensor)

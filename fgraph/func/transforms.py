@@ -72,6 +72,8 @@ def _connected(args: tuple, kwargs: dict) -> bool:
     """Whether results must stay on the caller's graph: grad mode is on and some input requires grad."""
     if not is_grad_enabled():
         return False
+    if not kwargs and all(type(a) is Tensor for a in args):
+        return any(a.requires_grad for a in args)
     leaves, _ = tensor_leaves((args, kwargs))
     return any(isinstance(t, Tensor) and t.requires_grad for t in leaves)
 
@@ -154,7 +156,7 @@ def _maybe_detach(tree: Any, connected: bool) -> Any:
 
 # -- grad / grad_and_value -----------------------------------------------------------------------------
 def _grad_and_value_impl(func: Callable, argnums: Argnums, has_aux: bool, fname: str,
-                         args: tuple, kwargs: dict) -> tuple:
+                         args: tuple, kwargs: dict, want_value: bool = True) -> tuple:
     nums = _normalize_argnums(argnums, len(args), f"{fname}(f)(*args)")
     connected = _connected(args, kwargs)
     with enable_grad():
@@ -169,7 +171,7 @@ def _grad_and_value_impl(func: Callable, argnums: Argnums, has_aux: bool, fname:
         flat = _grad_of_leaves((out,), prep.leaves, None, connected)
     grads = prep.restructure(flat)
     result = grads[0] if isinstance(argnums, int) else tuple(grads)
-    value = _maybe_detach(out, connected)
+    value = _maybe_detach(out, connected) if want_value else None
     if has_aux:
         return result, (value, _maybe_detach(aux, connected))
     return result, value
@@ -211,7 +213,7 @@ def grad(func: Callable, argnums: Argnums = 0, has_aux: bool = False) -> Callabl
     """
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        result, value = _grad_and_value_impl(func, argnums, has_aux, "grad", args, kwargs)
+        result, value = _grad_and_value_impl(func, argnums, has_aux, "grad", args, kwargs, want_value=False)
         return (result, value[1]) if has_aux else result
 
     return wrapper

@@ -38,7 +38,7 @@ import jax.numpy as jnp
 
 from fgraph._numbers import constants
 from fgraph.autograd._record_state import RECORD_EXTRAS
-from fgraph.autograd._forward_rules import propagate
+from fgraph.autograd._forward_rules import apply_dual, propagate
 from fgraph.autograd.anomaly import forward_stack
 from fgraph.autograd.forward_ad import OPEN as _FW_OPEN
 from fgraph.autograd.forward_ad import open_levels, with_result_tangents
@@ -219,6 +219,10 @@ def apply_op(op: OpDef, args: tuple, params: Any = None) -> Any:
     lazy = LAZY.get()
     if numbers and lazy is None:
         arrays = constants(arrays)  # x * 0.5: no copy of 0.5 from the host on every call
+    if _FW_OPEN[0] and lazy is None:  # one open level: value and tangent in one dispatch (forward_ad.py)
+        result = apply_dual(op, args, arrays, params, tuple(edges), recording)
+        if result is not None:
+            return result
     kernel = op._kernels.get(params)
     if kernel is None:
         kernel = op.kernel(params)
@@ -235,7 +239,7 @@ def apply_op(op: OpDef, args: tuple, params: Any = None) -> Any:
 
 def apply_unary(op: OpDef, x: Tensor, params: Any = None) -> Tensor:
     """:func:`apply_op` for one Tensor input and one output: the common case, kept lean."""
-    if not isinstance(x, Tensor):
+    if not isinstance(x, Tensor) or _FW_OPEN[0]:
         return apply_op(op, (x,), params)
     kernel = op._kernels.get(params)
     if kernel is None:
@@ -248,7 +252,7 @@ def apply_unary(op: OpDef, x: Tensor, params: Any = None) -> Tensor:
         raise _explain(op, (x,), params, exc) from None
     edge = x._edge
     if edge is None or not op.differentiable or not _GRAD_ENABLED.get():
-        return _wrap(out) if not _FW_OPEN[0] else propagate(op, (x,), params, _wrap(out))
+        return _wrap(out)
     node = _new_object(op.node_cls)
     node.next_edges = (edge,)
     node.sequence_nr = next_sequence_nr()
@@ -262,13 +266,12 @@ def apply_unary(op: OpDef, x: Tensor, params: Any = None) -> Tensor:
     node.saved_result = out if op.save_result else None
     if RECORD_EXTRAS.get() is not None:
         _apply_record_extras(node)
-    result = _wrap_output(out, node, 0)
-    return result if not _FW_OPEN[0] else propagate(op, (x,), params, result)
+    return _wrap_output(out, node, 0)
 
 
 def apply_binary(op: OpDef, a: Any, b: Any, params: Any = None) -> Tensor:
     """:func:`apply_op` for two inputs and one output (``a * b``, ``a + b``, ...), kept lean."""
-    if not (isinstance(a, Tensor) and isinstance(b, Tensor)):
+    if not (isinstance(a, Tensor) and isinstance(b, Tensor)) or _FW_OPEN[0]:
         return apply_op(op, (a, b), params)
     kernel = op._kernels.get(params)
     if kernel is None:
@@ -283,7 +286,7 @@ def apply_binary(op: OpDef, a: Any, b: Any, params: Any = None) -> Tensor:
     ea = a._edge
     eb = b._edge
     if (ea is None and eb is None) or not op.differentiable or not _GRAD_ENABLED.get():
-        return _wrap(out) if not _FW_OPEN[0] else propagate(op, (a, b), params, _wrap(out))
+        return _wrap(out)
     node = _new_object(op.node_cls)
     node.next_edges = (ea, eb)
     node.sequence_nr = next_sequence_nr()
@@ -311,8 +314,7 @@ def apply_binary(op: OpDef, a: Any, b: Any, params: Any = None) -> Tensor:
     node.saved_result = out if op.save_result else None
     if RECORD_EXTRAS.get() is not None:
         _apply_record_extras(node)
-    result = _wrap_output(out, node, 0)
-    return result if not _FW_OPEN[0] else propagate(op, (a, b), params, result)
+    return _wrap_output(out, node, 0)
 
 
 def _record(op: OpDef, args: tuple, arrays: list, params: Any, edges: tuple, out: Any) -> Any:
@@ -421,7 +423,7 @@ class OpNode(Node):
     ``in_meta[i]`` is ``(shape, dtype)`` of input ``i`` if it has an edge, else ``None``.
     """
 
-    __slots__ = ("params", "in_meta", "saved_inputs", "saved_result")
+    __slots__ = ("params", "in_meta", "saved_inputs", "saved_result", "result_tangents")  # the last: forward_ad.py
     op: OpDef
 
     def apply(self, grad_outputs: Sequence[Optional[Tensor]], needs: Optional[tuple[bool, ...]]) -> tuple:
