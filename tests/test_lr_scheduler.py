@@ -29,6 +29,10 @@ def shrink(epoch):
     return 0.95
 
 
+def damp(cycle):
+    return 0.7 ** (cycle - 1)
+
+
 class Factor:
     """A callable object: LambdaLR's state dict keeps its __dict__."""
 
@@ -80,6 +84,20 @@ CASES = [
             S.StepLR(o, step_size=3, gamma=0.5)], milestones=[4, 12])),
     ("chained", "SGD", {}, lambda S, o: S.ChainedScheduler(
         [S.ConstantLR(o, factor=0.5, total_iters=4), S.ExponentialLR(o, gamma=0.9)])),
+    ("cyclic-triangular", "SGD", {"momentum": 0.9}, lambda S, o: S.CyclicLR(
+        o, base_lr=0.01, max_lr=[0.1, 0.05], step_size_up=4)),
+    ("cyclic-triangular2-down", "SGD", {"momentum": 0.9}, lambda S, o: S.CyclicLR(
+        o, base_lr=[0.01, 0.02], max_lr=[0.1, 0.3], step_size_up=3, step_size_down=5, mode="triangular2",
+        base_momentum=[0.8, 0.85], max_momentum=0.95)),
+    # scale_mode="cycle" is overridden by exp_range's "iterations", as in PyTorch; Adam cycles betas[0].
+    ("cyclic-exp-range-adam", "Adam", {}, lambda S, o: S.CyclicLR(
+        o, base_lr=0.001, max_lr=[0.01, 0.02], step_size_up=5, step_size_down=2, mode="exp_range", gamma=0.97,
+        scale_mode="cycle")),
+    ("cyclic-scale-cycle", "Adagrad", {}, lambda S, o: S.CyclicLR(
+        o, base_lr=0.01, max_lr=[0.1, 0.05], step_size_up=2, step_size_down=4, scale_fn=damp, cycle_momentum=False)),
+    ("cyclic-scale-iterations", "RMSprop", {}, lambda S, o: S.CyclicLR(
+        o, base_lr=0.01, max_lr=[0.1, 0.05], step_size_up=4, mode="exp_range", scale_fn=Factor(0.97),
+        scale_mode="iterations")),
 ]
 IDS = [c[0] for c in CASES]
 BUILD = {c[0]: c for c in CASES}
@@ -158,6 +176,15 @@ def _one_cycle(base, t, total, pct_start, cos, div=25.0, final_div=1e4, moms=(0.
     return _anneal(peak, initial / final_div, pct, cos), _anneal(low, high, pct, cos)
 
 
+def _cyclic(t, base, peak, up, down, scale, moms=(0.8, 0.9)):
+    """PyTorch's documented CLR: linear from base up to peak over `up` steps, back over `down` steps, the
+    amplitude times `scale`; the momentum inversely from max_momentum down to base_momentum."""
+    pos = t % (up + down)
+    height = pos / up if pos <= up else (up + down - pos) / down
+    low, high = moms
+    return base + (peak - base) * height * scale, high - (high - low) * height * scale
+
+
 def _closed_form(name, base, group, t):
     if name == "step":
         return base * 0.5 ** (t // 4)
@@ -203,6 +230,17 @@ def _closed_form(name, base, group, t):
         return base * 0.5 ** ((t - 12) // 3)
     if name == "chained":
         return base * (0.5 if t < 4 else 1.0) * 0.9 ** t
+    if name == "cyclic-triangular":
+        return _cyclic(t, 0.01, (0.1, 0.05)[group], 4, 4, 1.0)
+    if name == "cyclic-triangular2-down":
+        return _cyclic(t, (0.01, 0.02)[group], (0.1, 0.3)[group], 3, 5, 0.5 ** (t // 8),
+                       ((0.8, 0.85)[group], 0.95))
+    if name == "cyclic-exp-range-adam":
+        return _cyclic(t, 0.001, (0.01, 0.02)[group], 5, 2, 0.97 ** t)
+    if name == "cyclic-scale-cycle":
+        return _cyclic(t, 0.01, (0.1, 0.05)[group], 2, 4, damp(1 + t // 6))[0]
+    if name == "cyclic-scale-iterations":
+        return _cyclic(t, 0.01, (0.1, 0.05)[group], 4, 4, 0.97 ** t)
     return None
 
 
@@ -213,7 +251,7 @@ def test_sequence_matches_the_documented_closed_form(name):
         assert last == lrs
         for group, (base, lr) in enumerate(zip(LRS, lrs)):
             expected = _closed_form(name, base, group, t)
-            if name.startswith("onecycle") and name != "onecycle-no-momentum":
+            if name.startswith(("onecycle", "cyclic")) and name not in ("onecycle-no-momentum", "cyclic-scale-cycle"):
                 expected, momentum = expected
                 assert math.isclose(moms[group], momentum, rel_tol=1e-12), f"{name}: momentum at epoch {t}"
             assert math.isclose(lr, expected, rel_tol=1e-10, abs_tol=1e-14), f"{name}: group {group}, epoch {t}"
@@ -365,7 +403,8 @@ def test_sequential_and_chained_refuse_bad_combinations():
 
 # -- state dicts ---------------------------------------------------------------------------------------
 ROUND_TRIP = ["step", "multistep", "cosine", "warm-restarts-mult", "lambda", "onecycle-cos-sgd",
-              "onecycle-linear-adam", "sequential-three", "chained", "linear"]
+              "onecycle-linear-adam", "sequential-three", "chained", "linear", "cyclic-triangular2-down",
+              "cyclic-scale-iterations"]
 
 
 @pytest.mark.parametrize("name", ROUND_TRIP)
@@ -387,7 +426,8 @@ def test_state_dict_round_trip_through_fg_save_resumes_the_sequence(name, tmp_pa
 
 def test_state_dict_matches_torch_and_excludes_optimizer_and_functions():
     torch = pytest.importorskip("torch")
-    for name in ["step", "multistep", "lambda", "onecycle-linear-adam", "sequential", "warm-restarts", "chained"]:
+    for name in ["step", "multistep", "lambda", "onecycle-linear-adam", "sequential", "warm-restarts", "chained",
+                 "cyclic-exp-range-adam", "cyclic-scale-cycle", "cyclic-scale-iterations"]:
         _, kind, options, build = BUILD[name]
         opt, topt = _fg_optimizer(kind, **options), _torch_optimizer(torch, kind, **options)
         sched, tsched = build(L, opt), build(torch.optim.lr_scheduler, topt)
@@ -416,6 +456,51 @@ def test_state_dict_matches_torch_and_excludes_optimizer_and_functions():
     state["lr_lambdas"][1] = {"rate": 0.25}
     sched.load_state_dict(state)
     assert sched.lr_lambdas[1].rate == 0.25 and "lr_lambdas" in state
+
+
+def test_cyclic_state_dict_keeps_scale_fn_objects_and_rebuilds_the_mode():
+    opt = _fg_optimizer()
+    sched = L.CyclicLR(opt, 0.01, 0.1, step_size_up=2, scale_fn=damp)
+    state = sched.state_dict()
+    assert state["_scale_fn_custom"] is None and "_scale_fn_ref" not in state
+    assert list(state)[-1] == "_scale_fn_custom"  # PyTorch's order
+    opt = _fg_optimizer()
+    sched = L.CyclicLR(opt, 0.01, 0.1, step_size_up=2, scale_fn=Factor(0.5), scale_mode="iterations")
+    state = sched.state_dict()
+    assert state["_scale_fn_custom"] == {"rate": 0.5}
+    state["_scale_fn_custom"] = {"rate": 0.25}
+    sched.load_state_dict(state)
+    assert sched._scale_fn_custom.rate == 0.25 and "_scale_fn_custom" in state
+    # A built-in mode's scale function is rebuilt from the loaded mode and gamma.
+    opt = _fg_optimizer()
+    sched = L.CyclicLR(opt, 0.01, 0.1, step_size_up=2)
+    state = L.CyclicLR(_fg_optimizer(), 0.01, 0.1, step_size_up=2, mode="exp_range", gamma=0.5).state_dict()
+    sched.load_state_dict(state)
+    assert (sched.scale_mode, sched.scale_fn(3)) == ("iterations", 0.125)
+    with pytest.raises(ValueError, match="built without scale_fn"):
+        sched.load_state_dict({**state, "_scale_fn_custom": {"rate": 0.5}})
+
+
+def test_cyclic_resume_and_an_earlier_initial_lr_match_torch():
+    torch = pytest.importorskip("torch")
+
+    def build(S, o, last_epoch=-1):
+        return S.CyclicLR(o, base_lr=0.01, max_lr=[0.1, 0.05], step_size_up=3, mode="triangular2",
+                          last_epoch=last_epoch)
+
+    paths = []
+    for S, opt, step in [(L, _fg_optimizer("SGD", momentum=0.9), None),
+                         (torch.optim.lr_scheduler, _torch_optimizer(torch, "SGD", momentum=0.9), _torch_step)]:
+        # An earlier scheduler wrote initial_lr: PyTorch's initial step uses it, later steps use base_lr.
+        S.StepLR(opt, step_size=2)
+        path = _run(build(S, opt), opt, steps=5, step_optimizer=step)
+        path += _run(build(S, opt, last_epoch=7), opt, steps=5, step_optimizer=step)  # resumed at batch 7
+        paths.append(path)
+    assert paths[0] == paths[1]
+    # Both initial steps take the groups' initial_lr (LRS) as base_lr: group 0's is its max_lr, so lr = 0.1.
+    # The next step is batch 9, the peak of the second cycle: base_lr + half the amplitude (triangular2).
+    assert paths[0][0][1] == list(LRS) and paths[0][5][1][0] == 0.1
+    assert paths[0][6][1][0] == pytest.approx(0.01 + 0.09 / 2)
 
 
 def test_resume_with_last_epoch_needs_initial_lr():
@@ -507,6 +592,12 @@ def test_clear_errors():
         L.OneCycleLR(opt, max_lr=1.0, total_steps=5, anneal_strategy="exp")
     with pytest.raises(ValueError, match="momentum or beta1"):
         L.OneCycleLR(_fg_optimizer("Adagrad"), max_lr=1.0, total_steps=5)
+    with pytest.raises(ValueError, match="CyclicLR: optimizer must support momentum or beta1"):
+        L.CyclicLR(_fg_optimizer("Adagrad"), base_lr=0.01, max_lr=0.1)
+    with pytest.raises(ValueError, match="mode is invalid and scale_fn is None"):
+        L.CyclicLR(opt, base_lr=0.01, max_lr=0.1, mode="cosine")
+    with pytest.raises(ValueError, match="max_lr must have the same length"):
+        L.CyclicLR(opt, base_lr=0.01, max_lr=[0.1])
     opt = _fg_optimizer()
     sched = L.OneCycleLR(opt, max_lr=1.0, total_steps=2)
     opt.step({})

@@ -1,17 +1,18 @@
 """``fgraph.optim.lr_scheduler``: PyTorch's learning-rate schedulers, same names, arguments and sequences.
 
-A scheduler rewrites ``group["lr"]`` (and, for :class:`OneCycleLR`, ``group["momentum"]`` or
-``group["betas"][0]``) in ``optimizer.param_groups``, which are plain dicts. The optimizers
-pass those numbers to their jitted update as traced scalars, so a new learning rate never
-recompiles anything. Schedulers are pure Python on floats; the arithmetic is PyTorch's
-(the recursive ``get_lr`` forms, the closed forms for ``step(epoch)``), so the sequences
-are PyTorch's to the last bit.
+A scheduler rewrites ``group["lr"]`` (and, for :class:`OneCycleLR` and :class:`CyclicLR`,
+``group["momentum"]`` or ``group["betas"][0]``) in ``optimizer.param_groups``, which are plain
+dicts. The optimizers pass those numbers to their jitted update as traced scalars, so a new
+learning rate never recompiles anything. Schedulers are pure Python on floats; the arithmetic
+is PyTorch's (the recursive ``get_lr`` forms, the closed forms for ``step(epoch)``), so the
+sequences are PyTorch's to the last bit.
 
 Call ``scheduler.step()`` after ``opt.step(grads)``, once per epoch (or per batch for
-:class:`OneCycleLR` and :class:`CosineAnnealingWarmRestarts`); ``get_last_lr()`` gives the
-learning rates in use. ``state_dict()`` holds plain Python values (never the optimizer,
-nor LambdaLR's functions), so ``fg.save(sched.state_dict(), path)`` and
-``sched.load_state_dict(fg.load(path))`` resume the same sequence.
+:class:`OneCycleLR`, :class:`CyclicLR` and :class:`CosineAnnealingWarmRestarts`);
+``get_last_lr()`` gives the learning rates in use. ``state_dict()`` holds plain Python values
+(never the optimizer, nor LambdaLR's or CyclicLR's functions), so
+``fg.save(sched.state_dict(), path)`` and ``sched.load_state_dict(fg.load(path))`` resume the
+same sequence.
 
 Example:
     >>> import fgraph as fg
@@ -42,7 +43,7 @@ from fgraph.optim.optimizer import Optimizer
 __all__ = [
     "LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR", "LinearLR",
     "ExponentialLR", "PolynomialLR", "CosineAnnealingLR", "ChainedScheduler", "SequentialLR",
-    "ReduceLROnPlateau", "CosineAnnealingWarmRestarts", "OneCycleLR",
+    "ReduceLROnPlateau", "CosineAnnealingWarmRestarts", "OneCycleLR", "CyclicLR",
 ]
 
 EPOCH_DEPRECATION_WARNING = (
@@ -584,7 +585,8 @@ from fgraph.optim._lr_scheduler_more import (  # noqa: E402  (they subclass LRSc
     ReduceLROnPlateau,
     SequentialLR,
 )
+from fgraph.optim._lr_scheduler_cyclic import CyclicLR  # noqa: E402
 
-for _cls in (ChainedScheduler, CosineAnnealingWarmRestarts, OneCycleLR, ReduceLROnPlateau, SequentialLR):
+for _cls in (ChainedScheduler, CosineAnnealingWarmRestarts, OneCycleLR, ReduceLROnPlateau, SequentialLR, CyclicLR):
     _cls.__module__ = __name__  # they are documented and pickled as fgraph.optim.lr_scheduler.<name>
 del _cls
