@@ -83,6 +83,10 @@ COMMON: dict[str, tuple[str, tuple[str, ...]]] = {
         expit logit erf erfc erfinv erfcx log_ndtr ndtr ndtri gammaln digamma psi polygamma multigammaln i0 i0e i1
         i1e xlogy xlog1py logsumexp softmax log_softmax log1p expm1 exp2 sinc round entr zeta bessel_j0 bessel_j1
     """.split())),
+    "torch.fft": ("fgraph.fft", tuple("""
+        fft ifft fft2 ifft2 fftn ifftn rfft irfft rfft2 irfft2 rfftn irfftn hfft ihfft fftfreq rfftfreq fftshift
+        ifftshift
+    """.split())),
     "torch.nn.functional": ("fgraph.nn.functional", tuple("""
         linear bilinear relu relu6 leaky_relu elu selu celu gelu silu mish softplus softsign tanh sigmoid hardtanh
         hardsigmoid hardswish logsigmoid tanhshrink softshrink hardshrink threshold glu prelu rrelu softmax
@@ -317,7 +321,7 @@ def render() -> str:
         "Which of PyTorch's **commonly used** names fgraph has, namespace by namespace. \"Commonly used\" is",
         "the curated list in `fgraph/coverage.py` (`COMMON`): what ordinary research code calls, from the main",
         "sections of PyTorch's reference, not all of `dir(torch)`. A name is *present* when fgraph has it",
-        "under the same name in the matching namespace (`fgraph`, `fgraph.linalg`, `fgraph.special`,",
+        "under the same name in the matching namespace (`fgraph`, `fgraph.linalg`, `fgraph.special`, `fgraph.fft`,",
         "`fgraph.nn.functional`, `fgraph.Tensor`), *deliberately absent* when fgraph leaves it out by design",
         "(reason given; in-place `name_` methods as a rule: tensors are immutable), else *missing*.",
         "",

@@ -297,6 +297,9 @@ SAMPLES: dict[str, Sample] = {
     "scan_shift": Sample((Arg((2, 3)),), {"dim": 1, "offset": 1, "fill": 0.0}),
     "linear_recurrence": Sample((Arg((2, 4)), Arg((2, 4))), {"dim": 1, "reverse": False}),
     "cumsum": Sample((Arg((2, 3)),), {"dim": 1, "reverse": False}),
+    "fft_c2c": Sample((Arg((2, 4)),), {"dims": (1,), "norm": "ortho", "forward": True}),
+    "fft_r2c": Sample((Arg((2, 4)),), {"dims": (0, 1), "norm": "backward", "onesided": True}),
+    "fft_c2r": Sample((Arg((2, 3)),), {"dims": (0, 1), "norm": "forward", "last_dim_size": 4}),
     "cumprod": Sample((Arg((2, 3)),), {"dim": 1, "reverse": True}),
     # indexing, gather / scatter
     "index": Sample((Arg((3, 4)), _IDX), _index_params),
