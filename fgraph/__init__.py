@@ -67,6 +67,8 @@ from fgraph.ops.torch_extras import *  # noqa: F401,F403
 from fgraph.func import vmap  # torch.vmap is torch.func.vmap
 from fgraph import special  # torch.special's names
 from fgraph import fft  # torch.fft's names
+from fgraph import amp  # torch.amp's names: autocast, GradScaler
+from fgraph.amp import autocast
 from fgraph.special import log_softmax, softmax  # torch.softmax(input, dim, dtype=None)
 from fgraph.random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from fgraph._exchange import from_dlpack

@@ -37,6 +37,8 @@ import jax
 import jax.numpy as jnp
 
 from fgraph._numbers import constants
+from fgraph.amp.autocast_mode import ACTIVE as _AMP_ON
+from fgraph.amp.autocast_mode import cast_op_args
 from fgraph.autograd._record_state import RECORD_EXTRAS
 from fgraph.autograd._forward_rules import apply_dual, propagate
 from fgraph.autograd.anomaly import forward_stack
@@ -200,6 +202,8 @@ def declare(name: str, forward: Callable[..., Any], rule: Optional[Rule], **opti
 # -- running an op forward (hot path) ---------------------------------------------------
 def apply_op(op: OpDef, args: tuple, params: Any = None) -> Any:
     """Run ``op`` on ``args`` (Tensors, Python scalars or index arrays); record its node if needed."""
+    if _AMP_ON[0]:  # an autocast region: PyTorch's per-op casts (fgraph/amp/)
+        args = cast_op_args(op.name, args)
     arrays = []
     edges = []
     recording = False
@@ -239,7 +243,7 @@ def apply_op(op: OpDef, args: tuple, params: Any = None) -> Any:
 
 def apply_unary(op: OpDef, x: Tensor, params: Any = None) -> Tensor:
     """:func:`apply_op` for one Tensor input and one output: the common case, kept lean."""
-    if not isinstance(x, Tensor) or _FW_OPEN[0]:
+    if not isinstance(x, Tensor) or _FW_OPEN[0] or _AMP_ON[0]:
         return apply_op(op, (x,), params)
     kernel = op._kernels.get(params)
     if kernel is None:
@@ -271,7 +275,7 @@ def apply_unary(op: OpDef, x: Tensor, params: Any = None) -> Tensor:
 
 def apply_binary(op: OpDef, a: Any, b: Any, params: Any = None) -> Tensor:
     """:func:`apply_op` for two inputs and one output (``a * b``, ``a + b``, ...), kept lean."""
-    if not (isinstance(a, Tensor) and isinstance(b, Tensor)) or _FW_OPEN[0]:
+    if not (isinstance(a, Tensor) and isinstance(b, Tensor)) or _FW_OPEN[0] or _AMP_ON[0]:
         return apply_op(op, (a, b), params)
     kernel = op._kernels.get(params)
     if kernel is None:

@@ -28,12 +28,14 @@ from fgraph.ops.reduction_minmax import all as all_
 from fgraph.ops.shape import transpose
 from fgraph.ops.movement import repeat_interleave
 from fgraph.tensor import Tensor, tensor
+from fgraph.amp.autocast_mode import autocast_policy
 
 __all__ = ["scaled_dot_product_attention"]
 
 TENSOR_METHODS: dict = {}
 
 
+@autocast_policy("scaled_dot_product_attention")
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Optional[Tensor] = None,
                                  dropout_p: float = 0.0, is_causal: bool = False, scale: Optional[float] = None,
                                  enable_gqa: bool = False, *, rng_key: Any = None) -> Tensor:

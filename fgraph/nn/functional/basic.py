@@ -49,6 +49,7 @@ from fgraph.ops.reduction import sum as _sum
 from fgraph.ops.shape import expand, permute, reshape, squeeze, unsqueeze
 from fgraph.random import Generator, check_implicit_key, resolve_key
 from fgraph.tensor import Tensor
+from fgraph.amp.autocast_mode import autocast_policy
 
 Dim = Union[int, Sequence[int]]
 
@@ -75,6 +76,7 @@ def _clamp_min_keep_grad(n: Tensor, eps: float) -> Tensor:
 
 
 # -- linear maps ----------------------------------------------------------------------------------------------
+@autocast_policy("linear")
 def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """``input @ weight.T + bias``; ``weight`` is ``(out_features, in_features)`` (or ``(in_features,)``).
 
@@ -106,6 +108,7 @@ def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tens
     return out if bias is None else out + bias
 
 
+@autocast_policy("bilinear")
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """``y[..., k] = sum_ij input1[..., i] * weight[k, i, j] * input2[..., j] + bias[k]``.
 

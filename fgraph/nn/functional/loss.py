@@ -68,6 +68,7 @@ from fgraph.ops.elementwise import (
 from fgraph.ops.reduction import sum as _sum
 from fgraph.ops.shape import reshape, unsqueeze
 from fgraph.tensor import Tensor
+from fgraph.amp.autocast_mode import autocast_policy
 
 
 def _pair(op: str, input: Tensor, target: Tensor) -> None:
@@ -92,6 +93,7 @@ def _weighted(loss: Tensor, input: Tensor, weight: Optional[Tensor], reduction: 
 
 
 # -- regression losses ------------------------------------------------------------------------------------------
+@autocast_policy("mse_loss")
 def mse_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None, reduce: Optional[bool] = None,
              reduction: str = "mean", weight: Optional[Tensor] = None) -> Tensor:
     """``(input - target) ** 2``, reduced; a ``weight`` makes the mean ``sum(w * loss) / sum(w)``.
@@ -109,6 +111,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None,
     return _weighted(d * d, input, weight, reduction, "mse_loss", "weight")
 
 
+@autocast_policy("l1_loss")
 def l1_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None, reduce: Optional[bool] = None,
             reduction: str = "mean", weight: Optional[Tensor] = None) -> Tensor:
     """``|input - target|``, reduced (the gradient at 0 is 0); a ``weight`` makes the mean ``sum(w * loss) / sum(w)``.
@@ -124,6 +127,7 @@ def l1_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None, 
     return _weighted(_abs(input - target), input, weight, reduction, "l1_loss", "weight")
 
 
+@autocast_policy("smooth_l1_loss")
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None, reduce: Optional[bool] = None,
                    reduction: str = "mean", beta: float = 1.0) -> Tensor:
     """``0.5 d**2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 beta`` (``d = input - target``); ``beta=0`` is L1.
@@ -145,6 +149,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Optional[bool] =
     return reduce_loss(loss, check_reduction(reduction, "smooth_l1_loss"), "smooth_l1_loss")
 
 
+@autocast_policy("huber_loss")
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
                weight: Optional[Tensor] = None) -> Tensor:
     """``0.5 d**2`` where ``|d| < delta``, else ``delta (|d| - 0.5 delta)``; a ``weight`` scales each element.
@@ -254,6 +259,7 @@ def _nll_reduce(loss: Tensor, w: Tensor, reduction: str) -> Tensor:
     return _sum(loss) / _sum(w)  # all targets ignored: 0 / 0 = nan, as in PyTorch
 
 
+@autocast_policy("nll_loss")
 def nll_loss(input: Tensor, target: Tensor, weight: Optional[Tensor] = None, size_average: Optional[bool] = None,
              ignore_index: int = -100, reduce: Optional[bool] = None, reduction: str = "mean") -> Tensor:
     """Negative log-likelihood of integer class ``target`` under log-probabilities ``input``.
@@ -276,6 +282,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Optional[Tensor] = None, siz
     return nll(input, target, weight, class_dim, ignore_index, reduction)
 
 
+@autocast_policy("cross_entropy")
 def cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None,
                   size_average: Optional[bool] = None, ignore_index: int = -100, reduce: Optional[bool] = None,
                   reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
@@ -342,6 +349,7 @@ def _bce_rule(ctx, g):
 _BCE = declare("binary_cross_entropy", _bce_forward, _bce_rule, save_inputs=True, real_only=True)
 
 
+@autocast_policy("binary_cross_entropy")
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None,
                          size_average: Optional[bool] = None, reduce: Optional[bool] = None,
                          reduction: str = "mean") -> Tensor:
@@ -372,6 +380,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor]
     return reduce_loss(loss, reduction, op)
 
 
+@autocast_policy("binary_cross_entropy_with_logits")
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Optional[Tensor] = None,
                                      size_average: Optional[bool] = None, reduce: Optional[bool] = None,
                                      reduction: str = "mean", pos_weight: Optional[Tensor] = None) -> Tensor:
@@ -417,6 +426,7 @@ def _xlogx(t: Tensor) -> Tensor:
     return where(zero, 0.0, t * log(where(zero, 1.0, t)))
 
 
+@autocast_policy("kl_div")
 def kl_div(input: Tensor, target: Tensor, size_average: Optional[bool] = None, reduce: Optional[bool] = None,
            reduction: str = "mean", log_target: bool = False) -> Tensor:
     """KL divergence ``target * (log(target) - input)`` with ``input`` in log space (``target`` too if
@@ -450,6 +460,7 @@ def kl_div(input: Tensor, target: Tensor, size_average: Optional[bool] = None, r
     return reduce_loss(loss, reduction, op)
 
 
+@autocast_policy("triplet_margin_loss")
 def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0, p: float = 2,
                         eps: float = 1e-6, swap: bool = False, size_average: Optional[bool] = None,
                         reduce: Optional[bool] = None, reduction: str = "mean") -> Tensor:
@@ -484,6 +495,7 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, marg
 _COSINE_EPS = 1e-12  # PyTorch's EPSILON, added to both squared magnitudes
 
 
+@autocast_policy("cosine_embedding_loss")
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
                           size_average: Optional[bool] = None, reduce: Optional[bool] = None,
                           reduction: str = "mean") -> Tensor:

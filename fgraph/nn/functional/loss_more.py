@@ -43,6 +43,7 @@ from fgraph.ops.reduction import sum as _sum
 from fgraph.ops.scan import cumsum
 from fgraph.ops.shape import unsqueeze
 from fgraph.tensor import Tensor, _wrap
+from fgraph.amp.autocast_mode import autocast_policy
 
 
 def _logsigmoid(x: Tensor) -> Tensor:
@@ -98,6 +99,7 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Union[Tensor, float], 
     return reduce_loss(loss, reduction, op)
 
 
+@autocast_policy("poisson_nll_loss")
 def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full: bool = False,
                      size_average: Optional[bool] = None, eps: float = 1e-8, reduce: Optional[bool] = None,
                      reduction: str = "mean") -> Tensor:
@@ -129,6 +131,7 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
 
 
 # -- binary margin losses --------------------------------------------------------------------------------------------
+@autocast_policy("soft_margin_loss")
 def soft_margin_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None,
                      reduce: Optional[bool] = None, reduction: str = "mean") -> Tensor:
     """Two-class logistic loss ``log(1 + exp(-target * input))`` (targets ``1``/``-1``), computed stably.
@@ -147,6 +150,7 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average: Optional[bool]
     return reduce_loss(-_logsigmoid(target * input), reduction, op)
 
 
+@autocast_policy("hinge_embedding_loss")
 def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, size_average: Optional[bool] = None,
                          reduce: Optional[bool] = None, reduction: str = "mean") -> Tensor:
     """``input`` where ``target == 1``, ``max(0, margin - input)`` where ``target == -1`` (summed where a
@@ -167,6 +171,7 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, siz
     return reduce_loss(hinge + where(ne(target, -1), input, 0.0), reduction, op)
 
 
+@autocast_policy("margin_ranking_loss")
 def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0,
                         size_average: Optional[bool] = None, reduce: Optional[bool] = None,
                         reduction: str = "mean") -> Tensor:
@@ -206,6 +211,7 @@ def _check_targets(op: str, target: Tensor, low: int, c: int) -> None:
         raise IndexError(f"{op}: target {bad} is out of bounds for {c} classes (expected values in [{low}, {c - 1}]).")
 
 
+@autocast_policy("multi_margin_loss")
 def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0,
                       weight: Optional[Tensor] = None, size_average: Optional[bool] = None,
                       reduce: Optional[bool] = None, reduction: str = "mean") -> Tensor:
@@ -247,6 +253,7 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
     return reduce_loss(loss, reduction, op)
 
 
+@autocast_policy("multilabel_margin_loss")
 def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None,
                            reduce: Optional[bool] = None, reduction: str = "mean") -> Tensor:
     """Multi-label hinge loss: ``sum_j sum_{i not a target} max(0, 1 - (x[y_j] - x[i])) / C`` per sample.

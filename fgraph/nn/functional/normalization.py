@@ -28,6 +28,7 @@ from fgraph.ops.reduction import mean, var
 from fgraph.ops.padding import pad
 from fgraph.ops.shape import reshape
 from fgraph.tensor import Tensor
+from fgraph.amp.autocast_mode import autocast_policy
 
 __all__ = [
     "layer_norm",
@@ -81,6 +82,7 @@ def _check_trailing(input: Tensor, ns: tuple[int, ...], op: str) -> None:
         )
 
 
+@autocast_policy("layer_norm")
 def layer_norm(input: Tensor, normalized_shape: Union[int, Sequence[int]], weight: Optional[Tensor] = None,
                bias: Optional[Tensor] = None, eps: float = 1e-5) -> Tensor:
     """Layer normalization over the trailing ``normalized_shape`` dimensions.
@@ -126,6 +128,7 @@ def _channel_shape(input: Tensor) -> tuple[int, ...]:
     return (input.shape[1],) + (1,) * (input.ndim - 2)
 
 
+@autocast_policy("group_norm")
 def group_norm(input: Tensor, num_groups: int, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,
                eps: float = 1e-5) -> Tensor:
     """Group normalization of an ``(N, C, *)`` input over groups of ``C // num_groups`` channels.
