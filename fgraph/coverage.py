@@ -87,6 +87,9 @@ COMMON: dict[str, tuple[str, tuple[str, ...]]] = {
         fft ifft fft2 ifft2 fftn ifftn rfft irfft rfft2 irfft2 rfftn irfftn hfft ihfft fftfreq rfftfreq fftshift
         ifftshift
     """.split())),
+    "torch.amp": ("fgraph.amp", tuple("""
+        autocast GradScaler custom_fwd custom_bwd is_autocast_available
+    """.split())),
     "torch.nn.functional": ("fgraph.nn.functional", tuple("""
         linear bilinear relu relu6 leaky_relu elu selu celu gelu silu mish softplus softsign tanh sigmoid hardtanh
         hardsigmoid hardswish logsigmoid tanhshrink softshrink hardshrink threshold glu prelu rrelu softmax
@@ -321,7 +324,7 @@ def render() -> str:
         "Which of PyTorch's **commonly used** names fgraph has, namespace by namespace. \"Commonly used\" is",
         "the curated list in `fgraph/coverage.py` (`COMMON`): what ordinary research code calls, from the main",
         "sections of PyTorch's reference, not all of `dir(torch)`. A name is *present* when fgraph has it",
-        "under the same name in the matching namespace (`fgraph`, `fgraph.linalg`, `fgraph.special`, `fgraph.fft`,",
+        "under the same name in the matching namespace (`fgraph`, `fgraph.linalg`, `fgraph.special`, `fgraph.fft`, `fgraph.amp`,",
         "`fgraph.nn.functional`, `fgraph.Tensor`), *deliberately absent* when fgraph leaves it out by design",
         "(reason given; in-place `name_` methods as a rule: tensors are immutable), else *missing*.",
         "",

@@ -210,3 +210,29 @@ def test_grad_scaler_misuse():
         scaler.step(opt, grads)
     with pytest.raises(TypeError, match="Tensor"):
         scaler.scale(3.0)
+
+
+def test_custom_fwd_casts_inputs_and_custom_bwd_runs_under_forwards_state():
+    seen = {}
+
+    class Scale(fg.autograd.Function):
+        @staticmethod
+        @fg.amp.custom_fwd(device_type="cpu", cast_inputs=fg.float32)
+        def forward(ctx, x, w):
+            seen["forward"] = (x.dtype, fg.amp.is_autocast_enabled())
+            ctx.save_for_backward(w)
+            return x @ w
+
+        @staticmethod
+        @fg.amp.custom_bwd(device_type="cpu")
+        def backward(ctx, g):
+            (w,) = ctx.saved_tensors
+            seen["backward"] = fg.amp.is_autocast_enabled()
+            return g @ w.T, None
+
+    x = fg.tensor(X, requires_grad=True)
+    with fg.autocast("cpu"):
+        out = Scale.apply(x.to(fg.bfloat16), fg.tensor(W.T))
+    (g,) = fg.grad(out.sum(), [x])
+    assert out.dtype == np.float32 and seen == {"forward": (np.float32, False), "backward": False}
+    assert g.dtype == np.float32

@@ -8,7 +8,10 @@ Example:
     ...     (fg.ones(2, 3) @ fg.ones(3, 2)).dtype
     dtype(bfloat16)
 """
-from fgraph.amp.autocast_mode import autocast, get_autocast_dtype, is_autocast_available, is_autocast_enabled
+from fgraph.amp.autocast_mode import (
+    autocast, custom_bwd, custom_fwd, get_autocast_dtype, is_autocast_available, is_autocast_enabled,
+)
 from fgraph.amp.grad_scaler import GradScaler
 
-__all__ = ["autocast", "GradScaler", "is_autocast_enabled", "get_autocast_dtype", "is_autocast_available"]
+__all__ = ["autocast", "GradScaler", "custom_fwd", "custom_bwd", "is_autocast_enabled", "get_autocast_dtype",
+           "is_autocast_available"]

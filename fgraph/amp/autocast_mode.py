@@ -29,7 +29,8 @@ import numpy as np
 
 from fgraph.amp._policy import FP32, LOWER, POLICIES, PROMOTE
 
-__all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype", "is_autocast_available", "autocast_policy"]
+__all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype", "is_autocast_available", "autocast_policy",
+           "custom_fwd", "custom_bwd"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -212,3 +213,68 @@ def autocast_policy(name: str) -> Callable[[F], F]:
         return wrapper  # type: ignore[return-value]
 
     return decorate
+
+
+def custom_fwd(fwd: Optional[Callable] = None, *, device_type: str, cast_inputs: Any = None) -> Callable:
+    """Decorate a custom Function's ``forward`` (``torch.amp.custom_fwd``): with ``cast_inputs``, inside an
+    autocast region for ``device_type`` its floating Tensor arguments are cast to ``cast_inputs`` and it runs
+    with autocast off; either way :func:`custom_bwd` runs ``backward`` under the autocast state ``forward`` had.
+
+    Example:
+        >>> import fgraph as fg
+        >>> class Square(fg.autograd.Function):
+        ...     @staticmethod
+        ...     @fg.amp.custom_fwd(device_type="cpu", cast_inputs=fg.float32)
+        ...     def forward(ctx, x):
+        ...         ctx.save_for_backward(x)
+        ...         return x * x
+        ...     @staticmethod
+        ...     @fg.amp.custom_bwd(device_type="cpu")
+        ...     def backward(ctx, g):
+        ...         (x,) = ctx.saved_tensors
+        ...         return 2 * x * g
+        >>> with fg.autocast("cpu"):
+        ...     Square.apply(fg.ones(2, dtype=fg.bfloat16)).dtype
+        dtype('float32')
+    """
+    if fwd is None:
+        return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
+
+    @functools.wraps(fwd)
+    def forward(ctx: Any, *args: Any, **kwargs: Any) -> Any:
+        state = _STATE.get()
+        ctx._fg_autocast_state = state if state is not None and state.device_type == device_type else None
+        if cast_inputs is None or ctx._fg_autocast_state is None:
+            return fwd(ctx, *args, **kwargs)
+        target = np.dtype(cast_inputs)
+        from fgraph.tensor import Tensor
+
+        def cast(x: Any) -> Any:
+            return x.to(target) if isinstance(x, Tensor) and _floating(x) and x.dtype != target else x
+
+        ctx._fg_autocast_state = None
+        token = _STATE.set(None)
+        try:
+            return fwd(ctx, *[cast(a) for a in args], **{k: cast(v) for k, v in kwargs.items()})
+        finally:
+            _STATE.reset(token)
+
+    return forward
+
+
+def custom_bwd(bwd: Optional[Callable] = None, *, device_type: str) -> Callable:
+    """Decorate a custom Function's ``backward`` (``torch.amp.custom_bwd``): it runs under the autocast state
+    its :func:`custom_fwd` ``forward`` ran under (see there for an example)."""
+    if bwd is None:
+        return functools.partial(custom_bwd, device_type=device_type)
+
+    @functools.wraps(bwd)
+    def backward(ctx: Any, *grads: Any) -> Any:
+        state = getattr(ctx, "_fg_autocast_state", None)
+        if state is None:
+            with autocast(device_type, enabled=False):
+                return bwd(ctx, *grads)
+        with autocast(state.device_type, state.dtype):
+            return bwd(ctx, *grads)
+
+    return backward
