@@ -13,7 +13,7 @@ layer and direction, as PyTorch's fused kernels do. Missing initial states are z
 Between layers, dropout (``dropout > 0``) applies in training mode only; its masks come
 from ``forward(..., key=...)`` when a JAX key is given, else from the default generator
 (:func:`fgraph.manual_seed`), so they differ from PyTorch's for the same seed.
-``PackedSequence`` inputs are not supported: pad the batch instead.
+A :class:`~fgraph.nn.utils.rnn.PackedSequence` input gives a PackedSequence output (``_rnn_packed``).
 
 Example:
     >>> import fgraph as fg
@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Optional, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 import jax
 
@@ -44,6 +45,9 @@ from fgraph.ops.shape import cat, matrix_transpose, squeeze, stack, unsqueeze
 from fgraph.ops.splitting import split, unbind
 from fgraph.random import check_key
 from fgraph.tensor import Tensor
+
+if TYPE_CHECKING:
+    from fgraph.nn.utils.rnn import PackedSequence
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
@@ -94,22 +98,25 @@ def _input_bias(mode: str, b_ih: Optional[Tensor], b_hh: Optional[Tensor]) -> Op
     return b_ih if b_ih is None or mode == "GRU" else b_ih + b_hh
 
 
-def _run_direction(mode: str, steps: Sequence[Tensor], weights: dict, h: Optional[Tensor], c: Optional[Tensor],
-                   reverse: bool) -> tuple[list, Tensor, Optional[Tensor]]:
-    """Run one layer in one direction over the projected steps; outputs in time order, last ``h`` and ``c``."""
+def _run_direction(mode: str, time_dim: int, projected: Tensor, weights: dict, h: Optional[Tensor],
+                   c: Optional[Tensor], reverse: bool) -> tuple[Tensor, Tensor, Optional[Tensor]]:
+    """Run one layer in one direction over the projected steps; the outputs (time order), last ``h`` and ``c``."""
+    steps = unbind(projected, time_dim)
     whh_t = matrix_transpose(weights["hh"])
     whr_t = None if weights["hr"] is None else matrix_transpose(weights["hr"])
     outs: list = [None] * len(steps)
     order = range(len(steps) - 1, -1, -1) if reverse else range(len(steps))
     for t in order:
-        if mode == "LSTM":
-            h, c = _lstm_step(steps[t], h, c, whh_t, whr_t)
-        elif mode == "GRU":
-            h = _gru_step(steps[t], h, whh_t, weights["b_hh"])
-        else:
-            h = _rnn_step(steps[t], h, whh_t, mode == "RNN_RELU")
+        h, c = _step(mode, steps[t], h, c, whh_t, whr_t, weights["b_hh"])
         outs[t] = h
-    return outs, h, c
+    return stack(outs, time_dim), h, c
+
+
+def _step(mode: str, x_t: Tensor, h: Optional[Tensor], c: Optional[Tensor], whh_t: Tensor, whr_t: Optional[Tensor],
+          b_hh: Optional[Tensor]) -> tuple[Tensor, Optional[Tensor]]:
+    if mode == "LSTM":
+        return _lstm_step(x_t, h, c, whh_t, whr_t)
+    return (_gru_step(x_t, h, whh_t, b_hh) if mode == "GRU" else _rnn_step(x_t, h, whh_t, mode == "RNN_RELU")), c
 
 
 # -- argument checks ------------------------------------------------------------------------------------------
@@ -127,10 +134,9 @@ def _check_bool(value: Any, name: str, layer: str) -> bool:
     return value
 
 
-def _check_tensor(x: Any, what: str, layer: str) -> Tensor:
+def _check_tensor(x: Any, what: str, layer: str, extra: str = "") -> Tensor:
     if not isinstance(x, Tensor):
-        extra = "; PackedSequence is not supported, pad the batch instead" if what == "input" else ""
-        raise TypeError(f"{layer}: expected an fgraph Tensor as {what}, got {type(x).__name__}{extra}.")
+        raise TypeError(f"{layer}: expected an fgraph Tensor{extra} as {what}, got {type(x).__name__}.")
     return x
 
 
@@ -254,7 +260,7 @@ class RNNBase(Module):
         """Checks; returns the 3-D input, the initial states as 3-D tensors (``()`` when ``hx`` is ``None``)
         and whether the input was batched."""
         layer = type(self).__name__
-        _check_tensor(input, "input", layer)
+        _check_tensor(input, "input", layer, " or a PackedSequence")
         if input.ndim not in (2, 3):
             raise OpError(f"{layer}: Expected input to be 2D or 3D, got {input.ndim}D tensor instead "
                           f"(shape {tuple(input.shape)}; expected {self._layout()}, or (L, H_in) unbatched).")
@@ -271,8 +277,13 @@ class RNNBase(Module):
         if input.shape[time_dim] == 0:
             raise RNNShapeError(f"{layer}: Expected sequence length to be larger than 0 in RNN "
                                 f"(input shape {tuple(input.shape)}).")
+        return input, self._check_hx(hx, input.shape[1 - time_dim], batched), batched
+
+    def _check_hx(self, hx: Any, batch: int, batched: bool) -> tuple:
+        """The initial states as 3-D tensors (``()`` when ``hx`` is ``None``), checked against the batch size."""
         if hx is None:
-            return input, (), batched
+            return ()
+        layer, weight = type(self).__name__, self.weight_ih_l0
         states = self._split_hx(hx)
         names = ("hx", "cx")[:len(states)]
         for s, name in zip(states, names):
@@ -285,7 +296,6 @@ class RNNBase(Module):
                                 f"{' and '.join(names)} should also be {rank}-D but got {got}")
         if not batched:
             states = tuple(unsqueeze(s, 1) for s in states)
-        batch = input.shape[1 - time_dim]
         directions = 2 if self.bidirectional else 1
         sizes = (self.proj_size or self.hidden_size, self.hidden_size)
         for i, s in enumerate(states):
@@ -297,12 +307,13 @@ class RNNBase(Module):
                     f"{list(s.shape)}: {names[i]} must be {shown} (num_layers * num_directions, "
                     f"{'batch, ' if batched else ''}{'proj_size' if i == 0 and self.proj_size else 'hidden_size'}).")
             _check_dtype(s, weight, names[i], layer)
-        return input, states, batched
+        return states
 
-    def _run(self, input: Tensor, states: tuple, key: Any) -> tuple[Tensor, list]:
+    def _run(self, input: Tensor, states: tuple, key: Any, runner: Any = None) -> tuple[Tensor, list]:
         """The stacked layers over a 3-D input: the output and the final states (``[h_n]`` or ``[h_n, c_n]``,
-        each a list over layers and directions)."""
-        time_dim = 1 if self.batch_first else 0
+        each a list over layers and directions). ``runner(projected, weights, h, c, reverse)`` runs one layer
+        in one direction (the packed path passes its own)."""
+        runner = runner or partial(_run_direction, self.mode, 1 if self.batch_first else 0)
         directions = 2 if self.bidirectional else 1
         n = self.num_layers * directions
         h0 = unbind(states[0], 0) if states else [None] * n
@@ -321,9 +332,8 @@ class RNNBase(Module):
                 weights = {"hh": params["weight_hh" + suffix], "hr": params.get("weight_hr" + suffix), "b_hh": b_hh}
                 projected = _project(x, params["weight_ih" + suffix], _input_bias(self.mode, b_ih, b_hh))
                 index = lay * directions + direction
-                outs, h, c = _run_direction(self.mode, unbind(projected, time_dim), weights, h0[index], c0[index],
-                                            direction == 1)
-                outputs.append(stack(outs, time_dim))
+                out, h, c = runner(projected, weights, h0[index], c0[index], direction == 1)
+                outputs.append(out)
                 h_n.append(h)
                 c_n.append(c)
             x = outputs[0] if directions == 1 else cat(outputs, -1)
@@ -331,7 +341,11 @@ class RNNBase(Module):
                 x = F.dropout(x, dropout, True, key=None if key is None else jax.random.fold_in(key, lay))
         return x, [h_n, c_n] if self.mode == "LSTM" else [h_n]
 
-    def _forward(self, input: Any, hx: Any, key: Any) -> tuple[Tensor, tuple]:
+    def _forward(self, input: Any, hx: Any, key: Any) -> tuple[Any, tuple]:
+        if not isinstance(input, Tensor):
+            from fgraph.nn.modules._rnn_packed import forward_packed, is_packed
+            if is_packed(input):
+                return forward_packed(self, input, hx, key)
         x, states, batched = self._prepare(input, hx)
         output, finals = self._run(x, states, key)
         finals = tuple(stack(f, 0) for f in finals)
@@ -372,7 +386,8 @@ class RNN(RNNBase):
                          bias, batch_first, dropout, bidirectional, 0, device, dtype)
         self.nonlinearity = nonlinearity
 
-    def forward(self, input: Tensor, hx: Optional[Tensor] = None, *, key: Any = None) -> tuple[Tensor, Tensor]:
+    def forward(self, input: Union[Tensor, PackedSequence], hx: Optional[Tensor] = None, *,
+                key: Any = None) -> tuple[Union[Tensor, PackedSequence], Tensor]:
         output, (h_n,) = self._forward(input, hx, key)
         return output, h_n
 
@@ -406,8 +421,8 @@ class LSTM(RNNBase):
                             f"{f' of length {len(hx)}' if isinstance(hx, (tuple, list)) else ''}.")
         return tuple(hx)
 
-    def forward(self, input: Tensor, hx: Optional[tuple[Tensor, Tensor]] = None, *,
-                key: Any = None) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+    def forward(self, input: Union[Tensor, PackedSequence], hx: Optional[tuple[Tensor, Tensor]] = None, *,
+                key: Any = None) -> tuple[Union[Tensor, PackedSequence], tuple[Tensor, Tensor]]:
         output, (h_n, c_n) = self._forward(input, hx, key)
         return output, (h_n, c_n)
 
@@ -438,7 +453,8 @@ class GRU(RNNBase):
         super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, 0,
                          device, dtype)
 
-    def forward(self, input: Tensor, hx: Optional[Tensor] = None, *, key: Any = None) -> tuple[Tensor, Tensor]:
+    def forward(self, input: Union[Tensor, PackedSequence], hx: Optional[Tensor] = None, *,
+                key: Any = None) -> tuple[Union[Tensor, PackedSequence], Tensor]:
         output, (h_n,) = self._forward(input, hx, key)
         return output, h_n
 

@@ -20,9 +20,12 @@ from fgraph.nn.utils.clip_grad import (
     get_total_norm,
 )
 from fgraph.nn.utils.convert_parameters import parameters_to_vector, vector_to_parameters
-from fgraph.nn.utils import clip_grad, convert_parameters
+from fgraph.nn.utils import clip_grad, convert_parameters, rnn
+from fgraph.nn.utils import parametrize, parametrizations
+from fgraph.nn.utils.hook_norms import remove_spectral_norm, remove_weight_norm, spectral_norm, weight_norm
 
 __all__ = [
     "clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm", "clip_grads_with_norm_",
-    "parameters_to_vector", "vector_to_parameters", "clip_grad", "convert_parameters",
+    "parameters_to_vector", "vector_to_parameters", "clip_grad", "convert_parameters", "rnn",
+    "parametrize", "parametrizations", "weight_norm", "remove_weight_norm", "spectral_norm", "remove_spectral_norm",
 ]
