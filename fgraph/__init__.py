@@ -92,6 +92,7 @@ _install_methods()
 # CompileError``), as ``torch.compile`` is a function.
 from fgraph.compile import compile  # noqa: E402,F811
 from fgraph import distributed  # noqa: E402
+from fgraph import distributions  # noqa: E402  # torch.distributions' names
 from fgraph.lazy import lazy  # noqa: E402,F811  # fg.lazy is the context manager (fg.lazy.stats() etc.)
 
 # Dtype names (fg.float32, fg.int64, fg.bool...), promotion and the default dtype. Last: it
