@@ -46,6 +46,11 @@ EXPECTED = {
                          ["data_parallel_losses.json"]),
     "maml_sine.py": ([r"^\s+MAML\s+[\d.]+ ->\s+[\d.]+ ->\s+[\d.]+", r"^\s+first-order MAML\s+[\d.]+ ->\s+[\d.]+ ->"],
                      ["maml_sine.png"]),
+    "vae_digits.py": ([r"epoch\s+1: test ELBO\s+-?[\d.]+ nats/image", r"test ELBO: -?[\d.]+ -> -?[\d.]+ nats/image"],
+                      ["vae_digits.png"]),
+    "reinforce_gridworld.py": ([r"iteration\s+1: mean return\s+-?[\d.]+, episode length",
+                                r"mean return: -?[\d.]+ -> -?[\d.]+; episode length"],
+                               ["reinforce_gridworld.png"]),
 }
 
 
