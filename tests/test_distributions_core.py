@@ -98,6 +98,22 @@ def test_sampling_is_reproducible_and_traceable():
     np.testing.assert_allclose(np.asarray(batched), np.full(5, eager), rtol=1e-6)
 
 
+def test_distributions_inside_fg_func_vmap():
+    locs = fg.tensor(np.linspace(-1, 1, 10).reshape(5, 2))
+
+    def log_lik(loc):
+        return Normal(loc, 1.0).log_prob(fg.zeros(2)).sum()
+
+    per_row = fg.func.vmap(log_lik)(locs)
+    np.testing.assert_allclose(np.asarray(per_row), [log_lik(locs[i]).item() for i in range(5)], rtol=1e-6)
+    grads = fg.func.vmap(fg.func.grad(log_lik))(locs)
+    np.testing.assert_allclose(np.asarray(grads), -np.asarray(locs), rtol=1e-6)
+    draws = fg.func.vmap(lambda loc: Normal(loc, 1.0).rsample(), randomness="different")(locs)
+    assert draws.shape == (5, 2) and len({tuple(r) for r in np.asarray(draws).round(6).tolist()}) == 5
+    actions = fg.func.vmap(lambda lg: Categorical(logits=lg).sample(), randomness="different")(locs)
+    assert actions.shape == (5,)
+
+
 def test_compiled_step_with_distributions():
     model = fg.nn.Linear(2, 2)
     opt = fg.optim.SGD(model.parameters(), lr=0.1)
