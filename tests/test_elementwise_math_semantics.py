@@ -255,3 +255,17 @@ def test_integer_values_match_pytorch():
         mine, theirs = getattr(fg, name)(a), getattr(torch, name)(ta)
         assert mine.dtype == np.float32 and theirs.dtype == torch.float32
         np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-5)
+
+
+def test_clamp_with_tensor_bounds_gives_ties_to_the_input_as_torch():
+    x = fg.tensor([5.0, 3.0, 7.0, 0.0, 1.0], requires_grad=True)
+    lo = fg.tensor([1.0, 1.0, 1.0, 1.0, 1.0], requires_grad=True)
+    hi = fg.tensor([5.0, 5.0, 5.0, 5.0, 5.0], requires_grad=True)
+    y = x.clamp(min=lo, max=hi)
+    assert y.tolist() == [5.0, 3.0, 5.0, 1.0, 1.0]
+    gx, glo, ghi = fg.grad(y.sum(), [x, lo, hi])
+    assert gx.tolist() == [1.0, 1.0, 0.0, 0.0, 1.0]  # ties (x == max, x == min) go to x, as in torch
+    assert glo.tolist() == [0.0, 0.0, 0.0, 1.0, 0.0]
+    assert ghi.tolist() == [0.0, 0.0, 1.0, 0.0, 0.0]
+    (g_inverted,) = fg.grad(fg.clamp(x, min=hi, max=lo).sum(), [lo])  # max < min: the result is max
+    assert g_inverted.tolist() == [1.0] * 5

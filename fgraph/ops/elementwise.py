@@ -371,16 +371,18 @@ def where(condition: Tensor, input: Number, other: Number) -> Tensor:
 def clamp(input: Tensor, min: Optional[Number] = None, max: Optional[Number] = None) -> Tensor:
     """Clamp into ``[min, max]``; the gradient passes where ``min <= input <= max``.
 
-    Tensor bounds are supported through :func:`maximum`/:func:`minimum`.
+    Tensor bounds are two :func:`where` selections, so gradients go as in PyTorch: to ``input``
+    where ``min <= input <= max`` (ties included), to ``min`` where ``input < min``, to ``max``
+    where ``input > max`` (and everywhere ``max < min``, where the result is ``max``).
     """
     if min is None and max is None:
         raise ValueError("clamp: at least one of min or max must be given.")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         out = input
         if min is not None:
-            out = maximum(out, min)
+            out = where(lt(out, min), min, out)
         if max is not None:
-            out = minimum(out, max)
+            out = where(gt(out, max), max, out)
         return out
     lo = None if min is None else _hashable_scalar(min)
     hi = None if max is None else _hashable_scalar(max)
