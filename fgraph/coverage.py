@@ -87,6 +87,18 @@ COMMON: dict[str, tuple[str, tuple[str, ...]]] = {
         fft ifft fft2 ifft2 fftn ifftn rfft irfft rfft2 irfft2 rfftn irfftn hfft ihfft fftfreq rfftfreq fftshift
         ifftshift
     """.split())),
+    "torch.distributions": ("fgraph.distributions", tuple("""
+        Distribution ExponentialFamily Bernoulli Beta Binomial Categorical Cauchy Chi2 ContinuousBernoulli Dirichlet
+        Exponential FisherSnedecor Gamma GeneralizedPareto Geometric Gumbel HalfCauchy HalfNormal Independent
+        InverseGamma Kumaraswamy LKJCholesky Laplace LogNormal LogisticNormal LowRankMultivariateNormal
+        MixtureSameFamily Multinomial MultivariateNormal NegativeBinomial Normal OneHotCategorical
+        OneHotCategoricalStraightThrough Pareto Poisson RelaxedBernoulli RelaxedOneHotCategorical StudentT Uniform
+        VonMises Weibull Wishart TransformedDistribution kl_divergence register_kl biject_to transform_to
+        constraints transforms AbsTransform AffineTransform CatTransform ComposeTransform CorrCholeskyTransform
+        CumulativeDistributionTransform ExpTransform IndependentTransform LowerCholeskyTransform
+        PositiveDefiniteTransform PowerTransform ReshapeTransform SigmoidTransform SoftplusTransform TanhTransform
+        SoftmaxTransform StackTransform StickBreakingTransform Transform identity_transform
+    """.split())),
     "torch.amp": ("fgraph.amp", tuple("""
         autocast GradScaler custom_fwd custom_bwd is_autocast_available
     """.split())),
@@ -324,7 +336,7 @@ def render() -> str:
         "Which of PyTorch's **commonly used** names fgraph has, namespace by namespace. \"Commonly used\" is",
         "the curated list in `fgraph/coverage.py` (`COMMON`): what ordinary research code calls, from the main",
         "sections of PyTorch's reference, not all of `dir(torch)`. A name is *present* when fgraph has it",
-        "under the same name in the matching namespace (`fgraph`, `fgraph.linalg`, `fgraph.special`, `fgraph.fft`, `fgraph.amp`,",
+        "under the same name in the matching namespace (`fgraph`, `fgraph.linalg`, `fgraph.special`, `fgraph.fft`, `fgraph.amp`, `fgraph.distributions`,",
         "`fgraph.nn.functional`, `fgraph.Tensor`), *deliberately absent* when fgraph leaves it out by design",
         "(reason given; in-place `name_` methods as a rule: tensors are immutable), else *missing*.",
         "",

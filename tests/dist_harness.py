@@ -164,23 +164,27 @@ def check_pathwise_gradients(factory: Callable, params: dict, n: int = 20000, se
                              sigmas: float = 6.0, second_moment: bool = True) -> None:
     """MC gradients of ``E[x]`` (and ``E[x^2]``) through ``rsample`` against the closed-form moments' gradients.
 
-    The tolerance is ``sigmas`` times the MC standard error of each gradient entry, estimated from
-    per-sample gradients in batches (20 batches of ``n / 20``).
+    Each of the ``n`` draws gets its own copy of every parameter (the parameters are replicated along
+    a new leading batch dim), so one backward pass gives every draw's own gradient: their mean is the
+    Monte Carlo estimate and their spread its standard error. The tolerance is ``sigmas`` standard errors.
     """
     fp = fg_params(params)
-    inputs = [t for t in fp.values() if t.requires_grad]
-    dist = factory(**fp)
-    x = dist.rsample((n,), key=jax.random.key(seed))
-    targets = [("E[x]", x, dist.mean)]
+    inputs = [k for k, t in fp.items() if t.requires_grad]
+    replicated = {k: (fg.tensor(np.broadcast_to(np.asarray(v), (n,) + np.shape(v)).copy(), dtype=fp[k].dtype,
+                                requires_grad=True) if k in inputs else fp[k]) for k, v in params.items()}
+    exact_dist = factory(**fp)
+    x = factory(**replicated).rsample(key=jax.random.key(seed))
+    targets = [("E[x]", x, exact_dist.mean)]
     if second_moment:
-        targets.append(("E[x^2]", x * x, dist.variance + dist.mean * dist.mean))
+        targets.append(("E[x^2]", x * x, exact_dist.variance + exact_dist.mean * exact_dist.mean))
     for name, per_sample, exact in targets:
-        batches = per_sample.reshape((20, n // 20) + tuple(per_sample.shape[1:])).mean(1)
-        grads = [fg.grad(batches[b].sum(), inputs, allow_unused=True, materialize_grads=True) for b in range(20)]
-        exact_grads = fg.grad(exact.sum(), inputs, allow_unused=True, materialize_grads=True)
-        for i, eg in enumerate(exact_grads):
-            per_batch = np.stack([np.asarray(g[i]) for g in grads])
-            mc, se = per_batch.mean(0), per_batch.std(0) / math.sqrt(20)
-            err = np.abs(mc - np.asarray(eg))
-            assert np.all(err <= sigmas * se + 1e-6 * (1 + np.abs(np.asarray(eg)))), \
-                f"{name}: pathwise gradient of input {i}: MC {mc} vs exact {np.asarray(eg)} (se {se})"
+        per_draw = fg.grad(per_sample.sum(), [replicated[k] for k in inputs], allow_unused=True,
+                           materialize_grads=True)
+        exact_grads = fg.grad(exact.sum(), [fp[k] for k in inputs], allow_unused=True, materialize_grads=True)
+        for k, g, eg in zip(inputs, per_draw, exact_grads):
+            g = np.asarray(g, dtype=np.float64)
+            mc, se = g.mean(0), g.std(0) / math.sqrt(n)
+            eg = np.asarray(eg, dtype=np.float64)
+            err = np.abs(mc - eg)
+            assert np.all(err <= sigmas * se + 1e-6 * (1 + np.abs(eg))), \
+                f"{name}: pathwise gradient of {k}: MC {mc} vs exact {eg} (se {se})"
