@@ -109,6 +109,17 @@ class Distribution:
         """A new distribution with its parameters expanded to ``batch_shape`` (no copies, no re-validation)."""
         raise NotImplementedError
 
+    def _expand_params(self, cls: type, batch_shape: Shape, _instance: Optional["Distribution"],
+                       names: Sequence[str]) -> "Distribution":
+        """:meth:`expand` for a distribution whose state is its parameters ``names`` (each of ``batch_shape``)."""
+        new = self._get_checked_instance(cls, _instance)
+        batch_shape = _shape(batch_shape, "batch_shape")
+        for name in names:
+            setattr(new, name, getattr(self, name).expand(batch_shape))
+        super(cls, new).__init__(batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
     @property
     def batch_shape(self) -> tuple:
         """The shape over which parameters are batched."""

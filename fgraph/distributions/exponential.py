@@ -38,12 +38,7 @@ class Exponential(ExponentialFamily):
         super().__init__(self.rate.shape, validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Optional["Exponential"] = None) -> "Exponential":
-        new = self._get_checked_instance(Exponential, _instance)
-        batch_shape = tuple(batch_shape)
-        new.rate = self.rate.expand(batch_shape)
-        super(Exponential, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_params(Exponential, batch_shape, _instance, ("rate",))
 
     @property
     def mean(self) -> Tensor:

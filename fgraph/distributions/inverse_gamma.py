@@ -38,12 +38,7 @@ class InverseGamma(Distribution):
         super().__init__(self.base_dist.batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Optional["InverseGamma"] = None) -> "InverseGamma":
-        new = self._get_checked_instance(InverseGamma, _instance)
-        batch_shape = tuple(batch_shape)
-        new.base_dist = self.base_dist.expand(batch_shape)
-        super(InverseGamma, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_params(InverseGamma, batch_shape, _instance, ("base_dist",))
 
     @property
     def concentration(self) -> Tensor:

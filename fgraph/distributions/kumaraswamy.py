@@ -46,13 +46,7 @@ class Kumaraswamy(Distribution):
         super().__init__(self.concentration0.shape, validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Optional["Kumaraswamy"] = None) -> "Kumaraswamy":
-        new = self._get_checked_instance(Kumaraswamy, _instance)
-        batch_shape = tuple(batch_shape)
-        new.concentration1 = self.concentration1.expand(batch_shape)
-        new.concentration0 = self.concentration0.expand(batch_shape)
-        super(Kumaraswamy, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_params(Kumaraswamy, batch_shape, _instance, ("concentration1", "concentration0"))
 
     @property
     def mean(self) -> Tensor:
