@@ -142,6 +142,8 @@ def test_validation_errors_name_parameter_and_constraint():
         Categorical(logits=fg.zeros(3)).log_prob(fg.tensor(3))
     with pytest.raises(ValueError, match="either `probs` or `logits`"):
         Categorical()
+    with pytest.raises(TypeError, match="sample_shape must be a tuple of non-negative ints"):
+        Normal(0.0, 1.0).rsample((2.5,))
     with pytest.raises(ValueError, match="event_shape|broadcastable"):
         Normal(fg.zeros(3), 1.0).log_prob(fg.zeros(2))
     Distribution.set_default_validate_args(False)

@@ -34,6 +34,8 @@ from __future__ import annotations
 import warnings
 from typing import Any, Optional, Sequence
 
+import numpy as np
+
 import fgraph as fg
 from fgraph.distributions import constraints
 from fgraph.distributions.utils import lazy_property
@@ -48,12 +50,15 @@ Shape = Sequence[int]
 
 
 def _shape(shape: Any, what: str = "sample_shape") -> tuple:
-    if isinstance(shape, int):
-        return (shape,)
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        return (int(shape),)
     try:
-        return tuple(int(s) for s in shape)
+        dims = tuple(shape)
     except TypeError:
         raise TypeError(f"{what} must be a tuple of ints (e.g. (10,)), got {type(shape).__name__}") from None
+    if not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d >= 0 for d in dims):
+        raise TypeError(f"{what} must be a tuple of non-negative ints (e.g. (10,)), got {shape!r}")
+    return tuple(int(d) for d in dims)
 
 
 def all_true(valid: Tensor) -> Optional[bool]:
