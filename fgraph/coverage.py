@@ -84,8 +84,8 @@ COMMON: dict[str, tuple[str, tuple[str, ...]]] = {
         i1e xlogy xlog1py logsumexp softmax log_softmax log1p expm1 exp2 sinc round entr zeta bessel_j0 bessel_j1
     """.split())),
     "torch.fft": ("fgraph.fft", tuple("""
-        fft ifft fft2 ifft2 fftn ifftn rfft irfft rfft2 irfft2 rfftn irfftn hfft ihfft fftfreq rfftfreq fftshift
-        ifftshift
+        fft ifft fft2 ifft2 fftn ifftn rfft irfft rfft2 irfft2 rfftn irfftn hfft ihfft hfft2 ihfft2 hfftn ihfftn
+        fftfreq rfftfreq fftshift ifftshift
     """.split())),
     "torch.distributions": ("fgraph.distributions", tuple("""
         Distribution ExponentialFamily Bernoulli Beta Binomial Categorical Cauchy Chi2 ContinuousBernoulli Dirichlet

@@ -34,7 +34,7 @@ from fgraph.tensor import Tensor, _wrap, tensor
 
 __all__ = [
     "fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn", "irfftn",
-    "hfft", "ihfft", "fftfreq", "rfftfreq", "fftshift", "ifftshift",
+    "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn", "fftfreq", "rfftfreq", "fftshift", "ifftshift",
 ]
 
 Dims = Union[int, Sequence[int], None]
@@ -247,6 +247,33 @@ def ihfft(input: Tensor, n: Optional[int] = None, dim: int = -1, norm: Optional[
     return conj(_r2c(input, None if n is None else (n,), dim, _SWAPPED[mode], "ihfft"))
 
 
+def ihfft2(input: Tensor, s: Optional[Sequence[int]] = None, dim: Dims = (-2, -1),
+           norm: Optional[str] = None) -> Tensor:
+    """The inverse of :func:`hfft2`: the 2-D inverse FFT of a real signal, one-sided in the last dim
+    (``torch.fft.ihfft2``).
+
+    Example:
+        >>> import fgraph as fg
+        >>> fg.fft.ihfft2(fg.ones(2, 4)).real.tolist()
+        [[1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
+    """
+    mode = _norm(norm, "ihfft2")
+    return conj(_r2c(input, s, dim, _SWAPPED[mode], "ihfft2", (-2, -1)))
+
+
+def ihfftn(input: Tensor, s: Optional[Sequence[int]] = None, dim: Dims = None, norm: Optional[str] = None) -> Tensor:
+    """The inverse of :func:`hfftn`: the N-D inverse FFT of a real signal, one-sided in the last of ``dim``
+    (``torch.fft.ihfftn``).
+
+    Example:
+        >>> import fgraph as fg
+        >>> fg.fft.ihfftn(fg.ones(2, 2, 4)).shape
+        (2, 2, 3)
+    """
+    mode = _norm(norm, "ihfftn")
+    return conj(_r2c(input, s, dim, _SWAPPED[mode], "ihfftn"))
+
+
 # -- complex-to-real -------------------------------------------------------------------------------------
 def _c2r(input: Tensor, s: Optional[Sequence[int]], dim: Dims, norm: Optional[str], op: str,
          default: Optional[tuple] = None) -> Tensor:
@@ -309,6 +336,39 @@ def hfft(input: Tensor, n: Optional[int] = None, dim: int = -1, norm: Optional[s
 
 
 # -- frequencies and shifts -----------------------------------------------------------------------------
+def _hermitian(input: Tensor, s: Optional[Sequence[int]], dim: Dims, norm: Optional[str], op: str,
+               default: Optional[tuple] = None) -> Tensor:
+    # the FFT of a Hermitian signal is the inverse real FFT of its conjugate, scaled the other way
+    mode = _norm(norm, op)
+    x = _input(input, op)
+    return _c2r(conj(x) if _is_complex(x) else x, s, dim, _SWAPPED[mode], op, default)
+
+
+def hfft2(input: Tensor, s: Optional[Sequence[int]] = None, dim: Dims = (-2, -1),
+          norm: Optional[str] = None) -> Tensor:
+    """The 2-D FFT of a Hermitian-symmetric signal given by its one-sided half in the last dim: a real
+    spectrum (``torch.fft.hfft2``; ``s[-1]`` defaults to ``2 * (bins - 1)``).
+
+    Example:
+        >>> import fgraph as fg
+        >>> fg.fft.hfft2(fg.fft.ihfft2(fg.ones(2, 4))).tolist()
+        [[1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0]]
+    """
+    return _hermitian(input, s, dim, norm, "hfft2", (-2, -1))
+
+
+def hfftn(input: Tensor, s: Optional[Sequence[int]] = None, dim: Dims = None, norm: Optional[str] = None) -> Tensor:
+    """The N-D FFT of a Hermitian-symmetric signal given by its one-sided half in the last of ``dim``
+    (``torch.fft.hfftn``).
+
+    Example:
+        >>> import fgraph as fg
+        >>> fg.fft.hfftn(fg.ones(2, 2, 3)).shape
+        (2, 2, 4)
+    """
+    return _hermitian(input, s, dim, norm, "hfftn")
+
+
 def _frequencies(values: np.ndarray, dtype: Any, requires_grad: bool) -> Tensor:
     return tensor(values, dtype=get_default_dtype() if dtype is None else dtype, requires_grad=requires_grad)
 

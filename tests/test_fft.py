@@ -25,6 +25,11 @@ Z = X + 1j * RNG.standard_normal((3, 4))
     ("irfftn", (X,), {}, lambda: np.fft.irfftn(X)),
     ("hfft", (Z,), {"n": 7}, lambda: np.fft.hfft(Z, 7)),
     ("ihfft", (X,), {"dim": 0}, lambda: np.fft.ihfft(X, axis=0)),
+    # the Hermitian 2-D/N-D transforms: an inverse (forward) real FFT of the conjugate, scaled the other way
+    ("hfft2", (Z,), {}, lambda: np.fft.irfft2(Z.conj(), norm="forward")),
+    ("hfftn", (Z,), {"s": (2, 5), "norm": "ortho"}, lambda: np.fft.irfftn(Z.conj(), s=(2, 5), norm="ortho")),
+    ("ihfft2", (X,), {"s": (2, 6)}, lambda: np.fft.rfft2(X, s=(2, 6), norm="forward").conj()),
+    ("ihfftn", (X,), {"dim": 0, "norm": "forward"}, lambda: np.fft.rfftn(X, axes=(0,), norm="backward").conj()),
 ])
 def test_values_equal_numpy_with_torch_defaults(name, args, kwargs, reference):
     out = getattr(fg.fft, name)(*(fg.tensor(a, dtype=a.dtype) for a in args), **kwargs)
@@ -87,3 +92,21 @@ def test_second_derivative_of_a_spectral_loss_equals_finite_differences():
 def test_bad_input_names_the_op_and_the_fix(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+@pytest.mark.parametrize("name,kwargs", [("hfft2", {}), ("hfftn", {"s": (2, 5), "norm": "ortho"}),
+                                         ("ihfft2", {"s": (2, 6)}), ("ihfftn", {"dim": 0, "norm": "forward"}),
+                                         ("hfftn", {"dim": (0,)})])
+def test_hermitian_nd_transforms_equal_torch_with_gradients(name, kwargs):
+    torch = pytest.importorskip("torch")
+    source = Z if name.startswith("h") else X
+    x = fg.tensor(source, requires_grad=True)
+    tx = torch.tensor(source, requires_grad=True)
+    out, t_out = getattr(fg.fft, name)(x, **kwargs), getattr(torch.fft, name)(tx, **kwargs)
+    np.testing.assert_allclose(out.numpy(), t_out.detach().resolve_conj().numpy(), rtol=1e-10, atol=1e-12)
+    weights = RNG.standard_normal(tuple(t_out.shape))
+    loss = (fg.real(out) * fg.tensor(weights)).sum() if out.is_complex() else (out * fg.tensor(weights)).sum()
+    t_loss = (t_out.real * torch.tensor(weights)).sum()
+    (g,) = fg.grad(loss, [x])
+    (tg,) = torch.autograd.grad(t_loss, [tx])
+    np.testing.assert_allclose(g.numpy(), tg.resolve_conj().numpy(), rtol=1e-10, atol=1e-12)
