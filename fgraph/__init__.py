@@ -64,6 +64,7 @@ from fgraph.ops.special_more import *  # noqa: F401,F403
 from fgraph.ops.complex_more import *  # noqa: F401,F403
 from fgraph.ops.linalg_legacy import *  # noqa: F401,F403
 from fgraph.ops.torch_extras import *  # noqa: F401,F403
+from fgraph.ops.spectral import *  # noqa: F401,F403
 from fgraph.func import vmap  # torch.vmap is torch.func.vmap
 from fgraph import special  # torch.special's names
 from fgraph import fft  # torch.fft's names

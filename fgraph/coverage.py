@@ -41,7 +41,7 @@ COMMON: dict[str, tuple[str, tuple[str, ...]]] = {
     "torch": ("fgraph", tuple("""
         tensor as_tensor from_numpy from_dlpack scalar_tensor zeros ones full empty arange linspace logspace eye
         zeros_like ones_like full_like empty_like complex polar tril_indices triu_indices meshgrid cartesian_prod
-        combinations
+        combinations stft istft hann_window hamming_window blackman_window bartlett_window kaiser_window
         rand randn randint randperm rand_like randn_like randint_like normal bernoulli multinomial poisson
         manual_seed seed initial_seed get_rng_state set_rng_state Generator
         cat concat concatenate stack hstack vstack dstack column_stack split split_with_sizes chunk tensor_split
@@ -117,7 +117,7 @@ COMMON: dict[str, tuple[str, tuple[str, ...]]] = {
         multilabel_soft_margin_loss multi_margin_loss soft_margin_loss ctc_loss
     """.split())),
     "torch.Tensor": ("fgraph.Tensor", tuple("""
-        shape dtype device ndim T mT H mH requires_grad grad_fn is_leaf data real imag
+        shape dtype device ndim T mT H mH requires_grad grad_fn is_leaf data real imag stft istft
         size dim numel nelement element_size item tolist numpy detach requires_grad_ backward register_hook to cpu
         float double half bfloat16 int long bool short byte char type type_as is_floating_point is_complex
         contiguous is_contiguous clone view view_as reshape reshape_as expand expand_as repeat repeat_interleave

@@ -21,6 +21,7 @@ from fgraph.ops import structure  # clone, select, index_fill, hsplit...; Tensor
 from fgraph.ops import distances, grids, products  # addmm, cross, cdist, cov, meshgrid, diff, ...
 from fgraph.ops import numerics, numerics_reduce, special_more  # numerics and torch.special
 from fgraph.ops import complex_more, linalg_legacy, special_bessel, torch_extras  # torch's remaining top-level names
+from fgraph.ops import spectral  # stft, istft
 
 #: The op family modules. Each declares its primitives on import and lists its
 #: public functions in ``__all__`` (exported as ``fgraph.<name>``) and its Tensor
@@ -38,6 +39,7 @@ FAMILIES += (structure,)
 FAMILIES += (products, distances, grids)
 FAMILIES += (numerics, numerics_reduce, special_more)
 FAMILIES += (complex_more, linalg_legacy, special_bessel, torch_extras)
+FAMILIES += (spectral,)
 
 __all__ = ["OpDef", "RuleContext", "apply_op", "declare", "registry", "describe", "FAMILIES"]
 
