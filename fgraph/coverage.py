@@ -99,6 +99,21 @@ COMMON: dict[str, tuple[str, tuple[str, ...]]] = {
         PositiveDefiniteTransform PowerTransform ReshapeTransform SigmoidTransform SoftplusTransform TanhTransform
         SoftmaxTransform StackTransform StickBreakingTransform Transform identity_transform
     """.split())),
+    "torch.nn.utils": ("fgraph.nn.utils", tuple("""
+        clip_grad_norm_ clip_grad_value_ clip_grads_with_norm_ get_total_norm parameters_to_vector
+        vector_to_parameters weight_norm remove_weight_norm spectral_norm remove_spectral_norm parametrize
+        parametrizations rnn
+    """.split())),
+    "torch.nn.utils.parametrize": ("fgraph.nn.utils.parametrize", tuple("""
+        register_parametrization remove_parametrizations is_parametrized cached transfer_parametrizations_and_params
+    """.split())),
+    "torch.nn.utils.parametrizations": ("fgraph.nn.utils.parametrizations", tuple("""
+        weight_norm spectral_norm orthogonal
+    """.split())),
+    "torch.nn.utils.rnn": ("fgraph.nn.utils.rnn", tuple("""
+        PackedSequence pack_padded_sequence pad_packed_sequence pack_sequence pad_sequence unpad_sequence
+        unpack_sequence
+    """.split())),
     "torch.amp": ("fgraph.amp", tuple("""
         autocast GradScaler custom_fwd custom_bwd is_autocast_available
     """.split())),
@@ -336,7 +351,7 @@ def render() -> str:
         "Which of PyTorch's **commonly used** names fgraph has, namespace by namespace. \"Commonly used\" is",
         "the curated list in `fgraph/coverage.py` (`COMMON`): what ordinary research code calls, from the main",
         "sections of PyTorch's reference, not all of `dir(torch)`. A name is *present* when fgraph has it",
-        "under the same name in the matching namespace (`fgraph`, `fgraph.linalg`, `fgraph.special`, `fgraph.fft`, `fgraph.amp`, `fgraph.distributions`,",
+        "under the same name in the matching namespace (`fgraph`, `fgraph.linalg`, `fgraph.special`, `fgraph.fft`, `fgraph.amp`, `fgraph.distributions`, `fgraph.nn.utils`,",
         "`fgraph.nn.functional`, `fgraph.Tensor`), *deliberately absent* when fgraph leaves it out by design",
         "(reason given; in-place `name_` methods as a rule: tensors are immutable), else *missing*.",
         "",

@@ -14,10 +14,7 @@ from fgraph import coverage
 
 
 def _target(namespace: str):
-    return {"torch": fg, "torch.linalg": fg.linalg, "torch.nn.functional": fg.nn.functional,
-            "torch.Tensor": fg.Tensor, "torch.special": getattr(fg, "special", None),
-            "torch.fft": getattr(fg, "fft", None), "torch.amp": getattr(fg, "amp", None),
-            "torch.distributions": getattr(fg, "distributions", None)}[namespace]
+    return coverage._fgraph_namespace(coverage.COMMON[namespace][0])
 
 
 def test_every_present_name_exists():
