@@ -4,8 +4,8 @@
 workload of the other scripts here, with their builders and agreement checks:
 
 * per-op overhead (``overhead.py``), the MLP and CNN Adam steps (``optim_step.py``,
-  ``cnn_step.py``), the Hessian-vector product and the 10,000-node graph
-  (``second_order_and_scale.py``), the first and second differentiation of a fresh
+  ``cnn_step.py``), the same two steps under bfloat16 autocast (``autocast_step.py``), the
+  Hessian-vector product and the 10,000-node graph (``second_order_and_scale.py``), the first and second differentiation of a fresh
   200-node structure (``fresh_structure.py``), per-sample gradients
   (``per_sample_grads.py``), forward mode against reverse mode (``forward_mode.py``: a tall
   Jacobian by ``jacfwd`` and ``jacrev``, the forward-over-reverse Hessian-vector product), and
@@ -47,6 +47,8 @@ ROWS = {  # key: (label, unit, seconds -> unit factor)
     "chain": ("per-op overhead: 200 elementwise ops on 16 floats, fwd+bwd", "µs/op", 1e6 / 200),
     "mlp": ("MLP step: batch 64, 784→256→256→10, cross-entropy, Adam", "µs/step", 1e6),
     "cnn": ("CNN step: batch 32, 1×28×28, two conv layers, cross-entropy, Adam", "µs/step", 1e6),
+    "mlp_bf16": ("bfloat16 autocast: MLP step as above, forward under fg.autocast", "µs/step", 1e6),
+    "cnn_bf16": ("bfloat16 autocast: CNN step as above, forward under fg.autocast", "µs/step", 1e6),
     "hvp": ("Hessian-vector product (double backward), 64 floats, 64×64 weights", "µs", 1e6),
     "graph10k": ("10,000-node graph: build + backward", "ms", 1e3),
     "fresh1": ("fresh 200-node structure: 1st differentiation (fwd+bwd)", "ms", 1e3),
@@ -110,6 +112,19 @@ def cnn(quick: bool) -> dict:
     import cnn_step
 
     return _adam_step(cnn_step.peers(skip=(C, N) if quick else ()), quick)
+
+
+def autocast(quick: bool) -> tuple[dict, dict]:
+    """The MLP and CNN steps with their forward under bfloat16 autocast (``autocast_step.py``); their float32
+    rows are the ``mlp`` and ``cnn`` stages'."""
+    import autocast_step as a
+
+    names = {a.E: E, a.C: C, a.T: T, a.J: J}
+    out = []
+    for workload in ("MLP", "CNN"):
+        times = a.measure(workload, quick, skip=(a.C,) if quick else (), precisions=("bfloat16",))["bfloat16"]
+        out.append({names[p]: t for p, t in times.items()})
+    return out[0], out[1]
 
 
 def hvp(quick: bool) -> dict:
@@ -286,6 +301,15 @@ def chain_parts_line(chain: dict) -> list[str]:
     return [line + " (see `overhead.chain_parts`)."]
 
 
+def autocast_line(rows: dict) -> list[str]:
+    """bfloat16 autocast ÷ float32 for each peer of the MLP and CNN steps (the table's rows)."""
+    parts = []
+    for label, f32, bf16 in (("MLP", rows["mlp"], rows["mlp_bf16"]), ("CNN", rows["cnn"], rows["cnn_bf16"])):
+        ratios = [f"{p} {bf16[p] / f32[p]:.2f}×" for p in PEERS if p in bf16 and p in f32]
+        parts.append(f"{label}: " + ", ".join(ratios))
+    return ["bfloat16 autocast ÷ float32, same peer (see `benchmarks/autocast_step.py`): " + "; ".join(parts) + "."]
+
+
 def forward_lines(times: dict) -> list[str]:
     """The forward-mode workloads (``forward_mode.py``), µs per call, with ratios to fgraph's forward-mode peer."""
     out = []
@@ -315,6 +339,7 @@ def report(rows: dict, fresh_raw: dict, quick: bool, command: str, note: Optiona
                "first structure in the process (kernels compiling), fwd+bwd: "
                + ", ".join(f"{p} {t * 1e3:.0f} ms" for p, t in fresh_raw["cold"].items()) + ".")
     out += chain_parts_line(rows["chain"])
+    out += autocast_line(rows)
     mlp, hvp = rows["mlp"], rows["hvp"]
     if SPLIT in mlp and J in mlp and E in mlp:
         out.append(f"MLP step cut into the nine programs fgraph eager dispatches, in pure JAX (no fgraph): "
@@ -378,14 +403,16 @@ def main(argv: Optional[list[str]] = None) -> int:
 
     match_threads()
     rows: dict = {}
-    stages = (("chain", chain), ("mlp", mlp), ("cnn", cnn), ("hvp", hvp), ("forward", forward), ("graph10k", graph10k),
-              ("fresh", fresh), ("per_sample", per_sample), ("memory", memory))
+    stages = (("chain", chain), ("mlp", mlp), ("cnn", cnn), ("autocast", autocast), ("hvp", hvp), ("forward", forward),
+              ("graph10k", graph10k), ("fresh", fresh), ("per_sample", per_sample), ("memory", memory))
     fresh_raw: dict = {}
     for key, stage in stages:
         wall, cpu = time.perf_counter(), time.process_time() + _children_cpu()
         result = stage(args.quick)
         if key == "fresh":
             rows["fresh1"], rows["fresh2"], fresh_raw = result
+        elif key == "autocast":
+            rows["mlp_bf16"], rows["cnn_bf16"] = result
         elif key == "per_sample":
             rows["per_sample"], rows["per_sample_loop"] = result
         elif key == "memory":

@@ -212,6 +212,19 @@ def test_grad_scaler_misuse():
         scaler.scale(3.0)
 
 
+def test_grad_scaler_steps_with_the_gradients_clipped_after_unscale():
+    """torch's recipe: unscale_, clip, step: the step uses the clipped gradients (torch steps on .grad)."""
+    w = fg.nn.Parameter(fg.tensor([1.0]))
+    opt = fg.optim.SGD([w], lr=1.0)
+    scaler = fg.amp.GradScaler("cpu", init_scale=4.0)
+    grads = scaler.scale((w * 10.0).sum()).backward()
+    unscaled = scaler.unscale_(opt, grads)
+    assert unscaled[w].tolist() == [10.0]
+    clipped = {p: g.clamp(max=0.5) for p, g in unscaled.items()}
+    scaler.step(opt, clipped)
+    assert opt.param_groups[0]["params"][0].tolist() == [0.5]
+
+
 def test_custom_fwd_casts_inputs_and_custom_bwd_runs_under_forwards_state():
     seen = {}
 

@@ -15,6 +15,8 @@ WORKLOADS = (
     "per-op overhead",
     "MLP step",
     "CNN step",
+    "bfloat16 autocast: MLP step",
+    "bfloat16 autocast: CNN step",
     "Hessian-vector product",
     "10,000-node graph: build + backward",
     "fresh 200-node structure: 1st differentiation",
@@ -50,6 +52,8 @@ def test_quick_suite_prints_every_workload_row():
         assert re.fullmatch(r"[0-9.e+-]+", cell), f"{workload}: fgraph eager cell {cell!r} is not a number"
     assert re.search(r"^MLP step cut into the nine programs fgraph eager dispatches.*: [0-9]+ µs, jax\.jit \+ -?[0-9]+ µs",
                      proc.stdout, re.M), "the eager design's floor (pure JAX, nine programs) is not reported"
+    assert re.search(r"^bfloat16 autocast ÷ float32, same peer .*: MLP: fgraph eager [0-9.]+×.*; CNN: fgraph eager [0-9.]+×",
+                     proc.stdout, re.M), "the autocast rows' ratios to float32 are not reported"
     assert re.search(r"^HVP cut into the nine programs fgraph eager runs.*: [0-9]+ µs", proc.stdout, re.M)
     assert re.search(r"^Jacobian of an MLP R\^4→R\^2000, µs \(÷ fgraph jacfwd\): fgraph jacfwd [0-9]+ \(1\.00×\), "
                      r"fgraph jacrev [0-9]+", proc.stdout, re.M), "the forward-mode Jacobian is not reported"

@@ -7,6 +7,12 @@ large), else steps; ``scaler.update()`` halves the scale after a skipped step an
 ``growth_interval`` clean steps in a row (PyTorch's defaults and algorithm). The inf/NaN check and
 the scale update are device programs; whether to step is read on the host, as in PyTorch.
 
+Inside ``fg.compile`` the scale and growth tracker are slots of the compiled step's state
+(``fgraph.compile._state``), ``step`` is a traced select (``where(found_inf, old, new)`` on every
+parameter and optimizer state entry it stepped: :func:`_selected_step`) and ``update`` the traced
+growth/backoff. Nothing is read on the host, except ``found_inf`` at a call whose step makes optimizer
+state (an optimizer's first step), to drop that state if the step was skipped (see ``docs/amp.md``).
+
 Example:
     >>> import fgraph as fg
     >>> model = fg.nn.Linear(2, 1)
@@ -52,6 +58,9 @@ class GradScaler:
         self._scale: Any = None  # a float32 device scalar once first used (lazily, as PyTorch)
         self._growth_tracker: Any = None
         self._per_optimizer: dict = {}  # id(optimizer) -> {"stage": ..., "found_inf": array}
+        # While fg.compile traces a step: (optimizer, parameter, state keys, found_inf) of optimizer state
+        # made by a step that may be skipped (see _selected_step); fgraph.compile._state reads it.
+        self._traced_first_states: list = []
 
     # -- scaling -------------------------------------------------------------------------------------
     def _lazy_init(self) -> None:
@@ -100,18 +109,21 @@ class GradScaler:
         entry = self._entry(optimizer)
         if entry["stage"] is _STEPPED:
             raise RuntimeError("step() has already been called since the last update().")
-        if entry["stage"] is _READY:
+        unscaled_here = entry["stage"] is _READY
+        if unscaled_here:
             if grads is None:
                 raise TypeError("GradScaler.step(optimizer, grads): pass the gradients backward returned "
                                 "(fgraph returns them instead of storing .grad).")
             self.unscale_(optimizer, grads)
         found = entry["found_inf"]
-        unscaled = entry.pop("grads")
+        stored = entry.pop("grads")
+        # after an explicit unscale_, the gradients passed here are the ones to use (clipped, say), as torch
+        # steps with whatever .grad holds by then; the inf check stays unscale_'s
+        unscaled = stored if unscaled_here or grads is None else grads
         entry["stage"] = _STEPPED
-        if isinstance(found, jax.core.Tracer):
-            raise NotImplementedError(
-                "GradScaler.step inside fg.compile is not supported yet (its scale is not part of a compiled "
-                "step's state); compile the loss and gradients, and call scaler.step/update outside.")
+        if isinstance(found, jax.core.Tracer):  # inside fg.compile: step, then keep the old values if found
+            self._check_threaded("step")
+            return _selected_step(self, optimizer, unscaled, found, args, kwargs)
         if bool(found):
             return None
         return optimizer.step(unscaled, *args, **kwargs)
@@ -129,10 +141,20 @@ class GradScaler:
             if not founds:
                 raise AssertionError("No inf checks were recorded prior to update.")
             found = functools_or(founds)
+            if isinstance(found, jax.core.Tracer):
+                self._check_threaded("update")
             self._scale, self._growth_tracker = _updated(self._scale, self._growth_tracker, found,
                                                          self._growth_factor, self._backoff_factor,
                                                          self._growth_interval)
         self._per_optimizer = {}
+
+    def _check_threaded(self, method: str) -> None:
+        if not isinstance(self._scale, jax.core.Tracer):
+            self._per_optimizer = {}  # no traced values left behind
+            raise RuntimeError(
+                f"GradScaler.{method} is being traced, but this scaler's scale is not part of the compiled step's "
+                "state: fg.compile threads a GradScaler passed as an argument or reached through the function's "
+                "closure or globals. Pass the scaler to the compiled function.")
 
     # -- state ---------------------------------------------------------------------------------------
     def get_scale(self) -> float:
@@ -185,6 +207,48 @@ class GradScaler:
         self._backoff_factor = state_dict["backoff_factor"]
         self._growth_interval = int(state_dict["growth_interval"])
         self._growth_tracker = jnp.asarray(int(state_dict["_growth_tracker"]), jnp.int32)
+
+
+def _selected_step(scaler: GradScaler, optimizer: Any, grads: Any, found: Any, args: tuple, kwargs: dict) -> None:
+    """The traced skip: step ``optimizer``, then put ``where(found, old, new)`` into every parameter it stepped
+    and every entry of their state (Adam's ``step`` included), so a step that saw inf/NaN changes nothing.
+
+    State the step made for a parameter that had none (its first step: SGD's momentum buffer starts as
+    ``None``, which no select can give back) is listed in ``scaler._traced_first_states``; the compiled
+    call drops it after the program ran when ``found`` is true (see ``fgraph.compile._state``).
+    """
+    from fgraph.nn.parameter import Parameter, succeed
+    from fgraph.tensor import Tensor, _wrap
+
+    optimizer._refresh()
+    before = [list(group["params"]) for group in optimizer.param_groups]
+    old_states = {id(p): dict(optimizer.state[p]) for params in before for p in params if p in optimizer.state}
+    optimizer.step(grads, *args, **kwargs)
+    for group, old_params in zip(optimizer.param_groups, before):
+        params = group["params"]
+        for i, (old, new) in enumerate(zip(old_params, params)):
+            if new is old:  # no gradient: not stepped
+                continue
+            data = jnp.where(found, old.data, new.data)
+            kept = succeed(new, data) if isinstance(new, Parameter) else Tensor(data, requires_grad=new.requires_grad)
+            params[i] = kept
+            state = optimizer.state.pop(new, None)
+            if state is None:
+                continue
+            prior = old_states.get(id(old), {})
+            selected, unsure = {}, []
+            for key, value in state.items():
+                was = prior.get(key)
+                if isinstance(value, Tensor) and isinstance(was, Tensor):
+                    selected[key] = _wrap(jnp.where(found, was.data, value.data))
+                else:
+                    selected[key] = value
+                    if value is not was:
+                        unsure.append(key)
+            optimizer.state[kept] = selected
+            if unsure:
+                scaler._traced_first_states.append((optimizer, kept, tuple(unsure), found))
+    return None
 
 
 def functools_or(founds: list) -> Any:

@@ -1,12 +1,13 @@
 """``fgraph.compile``: a whole eager training step as one XLA program.
 
 ``step = fg.compile(fn)`` traces ``fn`` -- forward, ``fg.grad``/``backward`` with its hooks
-and custom Functions, ``opt.step`` -- into one ``jax.jit`` program. Modules, optimizers
-and generators passed in (or reached through ``fn``'s closure or globals, or holding an
-optimizer's parameters) are split into their arrays and their structure; after each call
-the new arrays are written back into the same objects, so ``step(model, opt, x, y)`` in a
-loop behaves like the eager loop: parameters rebound, BatchNorm statistics updated,
-optimizer state advanced, the default generator advanced. Learning rates are inputs, so
+and custom Functions, ``opt.step``, a ``GradScaler``'s ``step``/``update`` -- into one ``jax.jit``
+program. Modules, optimizers, generators and gradient scalers passed in (or reached through
+``fn``'s closure or globals, or holding an optimizer's parameters) are split into their arrays
+and their structure; after each call the new arrays are written back into the same objects, so
+``step(model, opt, x, y)`` in a loop behaves like the eager loop: parameters rebound, BatchNorm
+statistics updated, optimizer state advanced, the default generator advanced, a scaler's scale
+grown or backed off. Learning rates are inputs, so
 a scheduler stepping between calls retraces nothing.
 
 A call traces again only for new shapes, dtypes, static values or module structure

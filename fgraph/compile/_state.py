@@ -3,7 +3,8 @@
 A slot is one place that holds an array-valued thing: a module's parameter or buffer
 (``module._parameters[name]``), an optimizer's parameter (``param_groups[g]["params"][i]``),
 one entry of that parameter's optimizer state, a numeric option of a group (``lr``,
-``betas``...: traced, so a scheduler changing it does not retrace), or a generator's key.
+``betas``...: traced, so a scheduler changing it does not retrace), a generator's key, or a
+``GradScaler``'s scale and growth tracker.
 
 :func:`capture` lists the slots of the objects a step touches and their current values.
 While tracing, :meth:`StateTable.install` puts *stand-ins* holding the traced arrays into
@@ -20,6 +21,7 @@ from typing import Any, Iterable, NamedTuple, Optional
 
 from fgraph._numbers import NUMBER_TYPES, on_device
 
+from fgraph.amp.grad_scaler import GradScaler
 from fgraph.nn.modules.module import Module
 from fgraph.nn.parameter import Parameter, _make_parameter, owners, rebind, track
 from fgraph.optim.optimizer import Optimizer
@@ -32,14 +34,16 @@ _HOOK_TABLES = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "
 
 
 def is_stateful(value: Any) -> bool:
-    """Whether ``value`` is an object whose state a compiled step threads (Module, Optimizer, Generator)."""
-    return isinstance(value, (Module, Optimizer, Generator))
+    """Whether ``value`` is an object whose state a compiled step threads (Module, Optimizer, Generator,
+    GradScaler)."""
+    return isinstance(value, (Module, Optimizer, Generator, GradScaler))
 
 
 class Slot(NamedTuple):
-    kind: str          # "module", "param", "state", "hyper" or "rng"
+    kind: str          # "module", "param", "state", "hyper", "rng" or "scaler"
     owner: int         # index of the object in the table's ``objects``
-    where: tuple       # ("_parameters", name) / (group, index) / (group, index, key) / (group, name) / ()
+    where: tuple       # ("_parameters", name) / (group, index) / (group, index, key) / (group, name) / () /
+                       # (attribute,) of a GradScaler: "_scale" or "_growth_tracker"
 
 
 class StateTable:
@@ -57,6 +61,10 @@ class StateTable:
                 self._capture_module(index, obj)
             elif isinstance(obj, Optimizer):
                 self._capture_optimizer(index, obj)
+            elif isinstance(obj, GradScaler):
+                if obj._enabled:
+                    obj._lazy_init()  # as its first scale() would: the slots exist from the first call
+                self._capture_scaler(index, obj)
             else:
                 self.slots.append(Slot("rng", index, ()))
                 self.values.append(obj.get_state())
@@ -68,6 +76,12 @@ class StateTable:
                 if value is not None:
                     self.slots.append(Slot("module", index, (table, name)))
                     self.values.append(value)
+
+    def _capture_scaler(self, index: int, scaler: GradScaler) -> None:
+        if scaler._enabled:
+            for name in _SCALER_SLOTS:
+                self.slots.append(Slot("scaler", index, (name,)))
+                self.values.append(getattr(scaler, name))
 
     def _capture_optimizer(self, index: int, opt: Optimizer, refresh: bool = True) -> None:
         if refresh:
@@ -103,6 +117,8 @@ class StateTable:
                 parts.append(("module", _token(obj), obj.training, hooks))
             elif isinstance(obj, Optimizer):
                 parts.append(("optimizer", _token(obj), tuple(obj._flags(g) for g in obj.param_groups)))
+            elif isinstance(obj, GradScaler):
+                parts.append(("scaler", _token(obj), _scaler_options(obj)))
             else:
                 parts.append(("generator", _token(obj)))
         return tuple(parts), (tuple(self.slots), tuple([_kind_of(value) for value in self.values]))
@@ -148,6 +164,10 @@ class StateTable:
                             entries.append(())
                     parts.append((obj._flags(group), tuple(entries)))
                 parts.append(len(obj.param_groups))
+            elif isinstance(obj, GradScaler):
+                parts.append(_scaler_options(obj))
+                if obj._enabled:
+                    values.extend([obj._scale, obj._growth_tracker])
             else:
                 values.append(obj.get_state())
         return tuple(parts), values
@@ -197,6 +217,9 @@ class StateTable:
         """Put stand-ins holding ``inputs`` (traced) into every slot."""
         self._given: dict = {}
         made: dict = {}
+        for obj in self.objects:
+            if isinstance(obj, GradScaler):
+                _check_scaler_idle(obj, "before")
         for slot, value, index in zip(self.slots, self.values, which):
             if index not in made:
                 made[index] = _standin(value, inputs[index])
@@ -218,9 +241,14 @@ class StateTable:
                 probe._capture_module(index, obj)
             elif isinstance(obj, Optimizer):
                 probe._capture_optimizer(index, obj, refresh=False)
+            elif isinstance(obj, GradScaler):
+                _check_scaler_idle(obj, "after")
+                probe._capture_scaler(index, obj)
             else:
                 probe.slots.append(Slot("rng", index, ()))
                 probe.values.append(obj._key)
+        unsure = self._unsure_state()
+        conditional: list = []  # (position, output index of found_inf, captured slot index or None)
         slot_index = {slot: i for i, slot in enumerate(self.slots)}
         first_holder: dict = {}  # input index -> the first captured slot holding it
         for i, index in enumerate(self._which):
@@ -248,8 +276,32 @@ class StateTable:
             if id(value) not in position:
                 position[id(value)] = len(outputs)
                 outputs.append(_array_of(value))
+            if slot.kind == "state" and unsure:
+                found = unsure.get(self._state_key(slot))
+                if found is not None:
+                    if id(found) not in position:
+                        position[id(found)] = len(outputs)
+                        outputs.append(found)
+                    conditional.append((len(sources), position[id(found)], captured))
             sources.append((_NEW, position[id(value)], _kind_of(value)))
-        return WritePlan.of(tuple(probe.slots), tuple(sources), slot_index, tuple(self.slots)), outputs
+        plan = WritePlan.of(tuple(probe.slots), tuple(sources), slot_index, tuple(self.slots), tuple(conditional))
+        return plan, outputs
+
+    def _unsure_state(self) -> dict:
+        """``(optimizer index, id(parameter), key) -> found_inf`` of the optimizer state a GradScaler's traced
+        step made without an old value to select when ``found_inf`` (see ``grad_scaler._selected_step``)."""
+        index_of = {id(obj): i for i, obj in enumerate(self.objects)}
+        unsure = {}
+        for obj in self.objects:
+            if isinstance(obj, GradScaler):
+                for opt, param, keys, found in obj._traced_first_states:
+                    for key in keys:
+                        unsure[(index_of.get(id(opt)), id(param), key)] = found
+        return unsure
+
+    def _state_key(self, slot: Slot) -> tuple:
+        g, i, key = slot.where
+        return (slot.owner, id(self.objects[slot.owner].param_groups[g]["params"][i]), key)
 
     def restore(self) -> None:
         """Put every captured value back (after tracing, also after a failed trace)."""
@@ -258,6 +310,8 @@ class StateTable:
         for obj in self.objects:
             if isinstance(obj, Optimizer):
                 obj.__dict__.pop("_traced_hyper", None)
+            elif isinstance(obj, GradScaler):
+                obj._per_optimizer, obj._traced_first_states = {}, []
         for slot, value in zip(self.slots, self.values):
             if slot.kind != "state":
                 self._put(slot, value, fresh=False)
@@ -278,6 +332,14 @@ class StateTable:
                 if value is None:
                     value = made[source[1]] = _rebuild(new[source[1]], source[2])
                 final.append(value)
+        skipped: dict = {}
+        for position, found, captured in plan.conditional:
+            # State made by a step the GradScaler may have skipped: read found_inf on the host (only at the
+            # calls that make optimizer state) and, if the step was skipped, leave the state as it was.
+            if found not in skipped:
+                skipped[found] = bool(new[found])
+            if skipped[found]:
+                final[position] = values[captured] if captured is not None else _DROPPED
         renamed = {}
         for position, captured in plan.renamable:
             old, value = values[captured], final[position]
@@ -289,7 +351,8 @@ class StateTable:
             self._put(plan.slots[position], final[position], fresh=False)
         states: dict = {owner: {} for owner in plan.optimizers}
         for position, owner, g, i, key in plan.states:
-            states[owner].setdefault((g, i), {})[key] = final[position]
+            if final[position] is not _DROPPED:
+                states[owner].setdefault((g, i), {})[key] = final[position]
         for owner, entries in states.items():
             opt = self.objects[owner]
             opt.state = {opt.param_groups[g]["params"][i]: entry for (g, i), entry in entries.items()}
@@ -314,12 +377,35 @@ class StateTable:
             if fresh:  # the group keeps its Python value (it shapes the update); the kernel gets the traced one
                 traced = obj.__dict__.setdefault("_traced_hyper", {})
                 traced.setdefault(id(obj.param_groups[g]), {})[name] = value
+        elif slot.kind == "scaler":
+            setattr(obj, slot.where[0], value)
         else:
             obj._key = value
 
 
 _KEEP = "keep"  # the slot gets back a value captured at the call (source: the captured slot's index)
 _NEW = "new"    # the slot gets a program output (source: output index, kind)
+_DROPPED = object()  # an optimizer state entry a skipped step made: not written back
+_SCALER_SLOTS = ("_scale", "_growth_tracker")
+
+
+def _scaler_options(scaler: GradScaler) -> tuple:
+    """What about a GradScaler shapes the traced program (its factors are constants of the program)."""
+    return (scaler._enabled, scaler._growth_factor, scaler._backoff_factor, scaler._growth_interval)
+
+
+def _check_scaler_idle(scaler: GradScaler, when: str) -> None:
+    """A compiled step threads a GradScaler's scale and growth tracker; an ``unscale_``/``step`` round must
+    begin and end (``update()``) inside it."""
+    if scaler._per_optimizer:
+        if when == "before":
+            raise RuntimeError(
+                "fgraph.compile: the GradScaler has an unscale_()/step() round open from outside the compiled step; "
+                "call scaler.update() first, or do unscale_, step and update all inside the compiled step.")
+        raise RuntimeError(
+            "fgraph.compile: the compiled step called scaler.unscale_() or scaler.step() but not scaler.update(); "
+            "call update() inside the compiled step too (whether the step was skipped is a traced value that "
+            "exists only inside the program).")
 
 
 class WritePlan(NamedTuple):
@@ -332,9 +418,11 @@ class WritePlan(NamedTuple):
     states: tuple      # (position, optimizer index, group, param index, key) of optimizer state entries
     optimizers: tuple  # the optimizers whose state is rebuilt (keyed by their new parameters)
     same_slots: bool   # whether the step left the slots it was called with (the steady state)
+    conditional: tuple = ()  # (position, found_inf output, captured slot or None): state a skipped step drops
 
     @classmethod
-    def of(cls, slots: tuple, sources: tuple, slot_index: dict, captured: tuple) -> "WritePlan":
+    def of(cls, slots: tuple, sources: tuple, slot_index: dict, captured: tuple,
+           conditional: tuple = ()) -> "WritePlan":
         renamable, puts, states, optimizers = [], [], [], []
         for position, slot in enumerate(slots):
             if slot.kind in ("module", "param") and slot in slot_index:
@@ -345,7 +433,8 @@ class WritePlan(NamedTuple):
                 puts.append(position)
             if slot.kind in ("param", "state") and slot.owner not in optimizers:
                 optimizers.append(slot.owner)
-        return cls(slots, sources, tuple(renamable), tuple(puts), tuple(states), tuple(optimizers), slots == captured)
+        return cls(slots, sources, tuple(renamable), tuple(puts), tuple(states), tuple(optimizers), slots == captured,
+                   conditional)
 
 
 def capture(objects: Iterable[Any]) -> StateTable:
@@ -394,6 +483,8 @@ def slot_name(table: StateTable, slot: Slot) -> str:
         return f"{owner}.state[group {slot.where[0]}, param {slot.where[1]}][{slot.where[2]!r}]"
     if slot.kind == "hyper":
         return f"{owner}.param_groups[{slot.where[0]}][{slot.where[1]!r}]"
+    if slot.kind == "scaler":
+        return f"{owner}.{slot.where[0]}"
     return f"{owner} state"
 
 
