@@ -70,6 +70,10 @@ from fgraph import special  # torch.special's names
 from fgraph import fft  # torch.fft's names
 from fgraph import amp  # torch.amp's names: autocast, GradScaler
 from fgraph.amp import autocast
+# Devices with torch's names: fg.device (the class; its module stays importable as ``from fgraph.device import
+# ...``), fg.cuda, fg.cpu (with the deprecated fg.cuda.amp / fg.cpu.amp spellings), fg.accelerator, fg.backends.
+from fgraph.device import device, get_default_device, set_default_device  # noqa: F811
+from fgraph import accelerator, backends, cpu, cuda  # noqa: E402
 from fgraph.special import log_softmax, softmax  # torch.softmax(input, dim, dtype=None)
 from fgraph.random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from fgraph._exchange import from_dlpack

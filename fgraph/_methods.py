@@ -13,6 +13,7 @@ from typing import Any
 import jax
 
 
+from fgraph.device import is_device_like, jax_device, put
 from fgraph.ops import elementwise as ew
 from fgraph.ops import indexing, linalg, rounding, shape
 from fgraph.tensor import Tensor, _rewrap
@@ -65,50 +66,47 @@ def _format(self: Tensor, spec: str) -> str:
 
 
 def _to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-    """``x.to(dtype)``, ``x.to(device)``, ``x.to(device, dtype)`` or ``x.to(other_tensor)``.
+    """``x.to(dtype)``, ``x.to(device)``, ``x.to(device, dtype)`` or ``x.to(other_tensor)`` (its dtype and device).
 
-    A device is a JAX device or a platform name (``'cpu'``, ``'gpu'``/``'cuda'``); moving
-    data is ``jax.device_put``, which keeps the record on the graph.
+    A device is an :class:`fgraph.device`, a string (``'cpu'``, ``'cuda'``, ``'cuda:1'``, ``'gpu'``), a JAX
+    device or a ``jax.sharding.Sharding``; moving data is ``jax.device_put``, which keeps the record on the
+    graph. ``non_blocking=`` and ``copy=`` are accepted (JAX transfers are asynchronous already, and an
+    immutable tensor needs no copy); ``x.to(...)`` returns ``x`` itself when nothing changes.
     """
     dtype = kwargs.pop("dtype", None)
     device = kwargs.pop("device", None)
+    for name in ("non_blocking", "copy", "memory_format"):
+        kwargs.pop(name, None)
     if kwargs:
         raise TypeError(f"to: unexpected arguments {sorted(kwargs)}")
     for arg in args:
         if isinstance(arg, Tensor):
-            dtype = arg.dtype
+            dtype, device = arg.dtype, arg.device
         elif is_device(arg):
             device = arg
+        elif isinstance(arg, bool) or arg is None:  # positional non_blocking / copy
+            continue
         else:
             dtype = arg
     out = self if dtype is None else ew.to_dtype(self, dtype)
     return out if device is None else _to_device(out, device)
 
 
-_PLATFORMS = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu", "tpu": "tpu"}
-
-
 def resolve_device(device: Any) -> Any:
-    """A ``jax.Device`` from a device or a platform name (``'cpu'``, ``'gpu:1'``, ``'cuda'``); a
-    ``jax.sharding.Sharding`` is returned as it is."""
-    if isinstance(device, str):
-        platform, _, index = device.partition(":")
-        try:
-            return jax.devices(_PLATFORMS[platform])[int(index or 0)]
-        except (RuntimeError, IndexError, KeyError, ValueError):
-            raise RuntimeError(f"to: no {device!r} device is available (JAX sees {jax.devices()}).") from None
-    return device
+    """A ``jax.Device`` from a device or a device string (``'cpu'``, ``'gpu:1'``, ``'cuda'``); a
+    ``jax.sharding.Sharding`` is returned as it is. A device this machine lacks raises
+    :class:`fgraph.errors.DeviceUnavailableError`."""
+    return jax_device(device)
 
 
 def is_device(arg: Any) -> bool:
-    """Whether ``arg`` names a device (a ``jax.Device`` or a platform name) rather than a dtype."""
-    if isinstance(arg, (jax.Device, jax.sharding.Sharding)):
-        return True
-    return isinstance(arg, str) and arg.split(":")[0] in _PLATFORMS
+    """Whether ``arg`` names a device (an :class:`fgraph.device`, JAX device or device string) rather than a dtype."""
+    return is_device_like(arg)
 
 
 def _to_device(t: Tensor, device: Any) -> Tensor:
-    return _rewrap(jax.device_put(t.data, resolve_device(device)), t._edge)
+    data = put(t.data, device)
+    return t if data is t.data else _rewrap(data, t._edge)
 
 
 def _caster(dtype: str):

@@ -73,6 +73,15 @@ COMMON: dict[str, tuple[str, tuple[str, ...]]] = {
         float32 float64 float16 bfloat16 int8 int16 int32 int64 uint8 bool complex64 complex128
         as_strided empty_strided sparse_coo_tensor sparse_csr_tensor quantize_per_tensor dequantize
         set_default_tensor_type Stream Event set_num_threads get_num_threads from_file frombuffer
+        device get_default_device set_default_device
+    """.split())),
+    "torch.cuda": ("fgraph.cuda", tuple("""
+        is_available device_count current_device set_device synchronize get_device_name get_device_capability
+        manual_seed manual_seed_all seed initial_seed empty_cache is_bf16_supported memory_allocated
+        max_memory_allocated reset_peak_memory_stats amp
+    """.split())),
+    "torch.accelerator": ("fgraph.accelerator", tuple("""
+        is_available current_accelerator device_count current_device_index set_device_index synchronize
     """.split())),
     "torch.linalg": ("fgraph.linalg", tuple("""
         norm vector_norm matrix_norm det slogdet inv inv_ex pinv solve solve_ex solve_triangular lstsq cholesky
@@ -146,6 +155,7 @@ COMMON: dict[str, tuple[str, tuple[str, ...]]] = {
         ge isnan isinf isfinite logical_not allclose equal new_zeros new_ones new_full new_empty new_tensor lerp
         addcmul erf atan2 maximum minimum nan_to_num bernoulli multinomial cross
         add_ sub_ mul_ div_ zero_ fill_ copy_ clamp_ normal_ uniform_ masked_fill_ index_put_ scatter_ fill_diagonal_
+        is_cuda get_device
         grad retain_grad retains_grad cuda stride storage storage_offset data_ptr untyped_storage share_memory_
         is_shared pin_memory is_pinned as_strided to_sparse is_sparse to_dense q_scale int_repr dequantize
         record_stream
@@ -164,7 +174,6 @@ DELIBERATELY_ABSENT: dict[tuple[str, str], str] = {
     ("torch.Tensor", "grad"): _IMMUTABLE,
     ("torch.Tensor", "retain_grad"): _IMMUTABLE + "; every tensor's gradient can be asked for",
     ("torch.Tensor", "retains_grad"): _IMMUTABLE,
-    ("torch.Tensor", "cuda"): "write x.to('cuda') (or x.to('gpu')): JAX names devices by platform",
     ("torch.Tensor", "stride"): _STRIDES, ("torch.Tensor", "storage"): _STRIDES,
     ("torch.Tensor", "storage_offset"): _STRIDES, ("torch.Tensor", "data_ptr"): _STRIDES,
     ("torch.Tensor", "untyped_storage"): _STRIDES, ("torch.Tensor", "is_shared"): _STRIDES,

@@ -4,7 +4,7 @@ Each message names the op, the shapes and dtypes involved, and how to fix the ca
 """
 from __future__ import annotations
 
-__all__ = ["OpError", "GradError", "TracedValueError"]
+__all__ = ["OpError", "GradError", "TracedValueError", "DeviceUnavailableError"]
 
 
 class OpError(ValueError, TypeError):
@@ -23,4 +23,11 @@ class TracedValueError(TypeError):
     """A traced tensor's value was read on the host (``t.item()``, ``if t > 0:``) under ``jax.jit``/``vmap``.
 
     A ``TypeError``, as JAX's own tracer conversion errors are.
+    """
+
+
+class DeviceUnavailableError(RuntimeError):
+    """Data was asked onto a device this machine does not have (``x.to("cuda")`` without a GPU).
+
+    The message names the portable idiom: ``device = "cuda" if fg.cuda.is_available() else "cpu"``.
     """

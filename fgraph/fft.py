@@ -369,8 +369,9 @@ def hfftn(input: Tensor, s: Optional[Sequence[int]] = None, dim: Dims = None, no
     return _hermitian(input, s, dim, norm, "hfftn")
 
 
-def _frequencies(values: np.ndarray, dtype: Any, requires_grad: bool) -> Tensor:
-    return tensor(values, dtype=get_default_dtype() if dtype is None else dtype, requires_grad=requires_grad)
+def _frequencies(values: np.ndarray, dtype: Any, requires_grad: bool, device: Any = None) -> Tensor:
+    return tensor(values, dtype=get_default_dtype() if dtype is None else dtype, requires_grad=requires_grad,
+                  device=device)
 
 
 def fftfreq(n: int, d: float = 1.0, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
@@ -381,7 +382,7 @@ def fftfreq(n: int, d: float = 1.0, *, dtype: Any = None, device: Any = None, re
         >>> fg.fft.fftfreq(4).tolist()
         [0.0, 0.25, -0.5, -0.25]
     """
-    return _frequencies(np.fft.fftfreq(n, d), dtype, requires_grad)
+    return _frequencies(np.fft.fftfreq(n, d), dtype, requires_grad, device)
 
 
 def rfftfreq(n: int, d: float = 1.0, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
@@ -392,7 +393,7 @@ def rfftfreq(n: int, d: float = 1.0, *, dtype: Any = None, device: Any = None, r
         >>> fg.fft.rfftfreq(4).tolist()
         [0.0, 0.25, 0.5]
     """
-    return _frequencies(np.fft.rfftfreq(n, d), dtype, requires_grad)
+    return _frequencies(np.fft.rfftfreq(n, d), dtype, requires_grad, device)
 
 
 def _shift(input: Tensor, dim: Dims, sign: int, op: str) -> Tensor:

@@ -245,15 +245,23 @@ def _where(path: tuple) -> str:
 
 
 # -- load ------------------------------------------------------------------------------------------
-def load(f: PathOrFile, *, device: Any = None) -> Any:
+def load(f: PathOrFile, map_location: Any = None, *, device: Any = None, weights_only: Optional[bool] = None,
+         mmap: Optional[bool] = None) -> Any:
     """Read a safetensors file written by :func:`save` (or any safetensors file).
 
     Returns the saved structure with every array as an fgraph Tensor (leaves, with
     the ``requires_grad`` they were saved with; Parameters come back as
     ``fg.nn.Parameter``). A file without fgraph's metadata (written by
     ``safetensors.torch.save_file`` or Hugging Face) loads as ``{key: Tensor}``.
-    ``device`` (a JAX device or ``'cpu'``/``'gpu'``/``'cuda'``) places the tensors,
-    like ``torch.load``'s ``map_location``; the default is JAX's default device.
+    ``map_location`` places the tensors, in ``torch.load``'s forms: a device (``"cpu"``, ``"cuda:0"``, an
+    :class:`fgraph.device`, a JAX device); a dict from saved locations to new ones (``{"cuda:0": "cpu"}``:
+    a safetensors file does not record where its tensors lived, so the entry for JAX's default device
+    applies, else the one for ``"cpu"``, else the one value the dict maps everything to); or a callable
+    ``fn(tensor, "cpu")`` returning the tensor to keep (``lambda storage, loc: storage`` keeps it as loaded;
+    ``"cpu"`` because the file's bytes are on the host). ``device=`` is the same as a device
+    ``map_location``. The default is JAX's default device. Asking for a device this machine lacks raises
+    :class:`fgraph.errors.DeviceUnavailableError`. ``weights_only`` and ``mmap`` are accepted: nothing in
+    a safetensors file executes, whatever ``weights_only`` says.
 
     Raises :class:`CheckpointError` for a pickle (``torch.save`` files), a file of
     another format, or a truncated or corrupt file; nothing in the file is executed.
@@ -267,6 +275,12 @@ def load(f: PathOrFile, *, device: Any = None) -> Any:
         >>> fg.load(buffer)
         [tensor(7, dtype=int8), None]
     """
+    if map_location is not None:
+        if device is not None:
+            raise TypeError("load: pass map_location= or device= (the same thing), not both.")
+        device = _map_location(map_location)
+    elif device is not None:
+        device = _jax_device(device)
     if hasattr(f, "read"):
         name = getattr(f, "name", "<file object>")
         return _load_from(f, str(name), device)
@@ -450,12 +464,68 @@ def _fit_x64(array: np.ndarray, key: str, narrowed: list, name: str) -> np.ndarr
         return array.astype(narrow)
 
 
+def _jax_device(spec: Any) -> Any:
+    from fgraph.device import jax_device
+
+    return jax_device(spec)
+
+
+def _map_location(spec: Any) -> Any:
+    """``torch.load``'s ``map_location`` as a JAX device, or a function of an array."""
+    if isinstance(spec, dict):
+        from fgraph.device import default_device, device as _device
+
+        def key(k: Any) -> Any:
+            try:
+                return _device(k)
+            except (RuntimeError, TypeError, ValueError):
+                return k
+
+        table = {key(k): v for k, v in spec.items()}
+        for where in (default_device(), _device("cpu")):
+            if where in table:
+                return _jax_device(table[where])
+        targets = {str(key(v)) for v in spec.values()}
+        if len(targets) == 1:
+            return _jax_device(next(iter(spec.values())))
+        return None  # no entry applies: JAX's default device, as torch keeps unmapped locations
+    if callable(spec) and not isinstance(spec, type):
+        return _MapFunction(spec)
+    return _jax_device(spec)
+
+
+class _MapFunction:
+    """A callable ``map_location``: ``fn(tensor, "cpu")`` gives the tensor (or array) to keep."""
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+
+    def __call__(self, array: jax.Array) -> jax.Array:
+        out = self.fn(_new_leaf(array), "cpu")
+        if out is None:
+            return array
+        if isinstance(out, Tensor):
+            return out.data
+        if isinstance(out, jax.Array):
+            return out
+        if isinstance(out, np.ndarray):
+            return jnp.asarray(out)
+        raise TypeError(f"load: map_location returned a {type(out).__name__}; it must return the tensor it was "
+                        "given (or a moved one: storage.cuda(), storage.to(device)).")
+
+
+def _new_leaf(array: jax.Array) -> Tensor:
+    t = _new_object(Tensor)
+    _init_leaf(t, array, False)
+    return t
+
+
 def _to_device(array: np.ndarray, device: Any) -> jax.Array:
     if device is None:
         return jnp.asarray(array)  # the buffer is ours alone: no copy needed
-    from fgraph._methods import resolve_device
-
-    return jax.device_put(array, resolve_device(device))
+    if isinstance(device, _MapFunction):
+        return device(jnp.asarray(array))
+    return jax.device_put(array, device)
 
 
 def _tensor(array: jax.Array, leaf: dict) -> Any:

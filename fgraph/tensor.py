@@ -25,6 +25,7 @@ import numpy as np
 from fgraph._checks import array_ufunc, check_bool, index_of, traced_read
 from fgraph._dtypes import canonical_dtype, default_float_dtype, is_differentiable_dtype
 from fgraph.autograd.graph import AccumulateGrad, GradientEdge, Node, RemovableHandle, make_edge
+from fgraph.device import device_of, put as _put
 from fgraph.lazy._array import LazyArray
 
 __all__ = [
@@ -115,11 +116,15 @@ class Tensor:
 
     @property
     def device(self) -> Any:
-        """The device holding the data (``None`` while traced)."""
-        devices = getattr(self.data, "devices", None)
-        if devices is None or isinstance(self.data, jax.core.Tracer):
-            return None
-        return next(iter(devices()))
+        """The :class:`fgraph.device` holding the data (``device(type='cpu')``, ``device(type='cuda', index=0)``;
+        the first device of a sharded array; JAX's default device while traced, where the compiler places
+        values). The JAX device itself is ``x.device.jax_device`` (or ``x.data.devices()``)."""
+        return device_of(self.data)
+
+    @property
+    def is_cuda(self) -> bool:
+        """Whether the data is on a GPU (``x.device.type == 'cuda'``)."""
+        return device_of(self.data).type == "cuda"
 
     def __len__(self) -> int:
         if self.data.ndim == 0:
@@ -442,7 +447,6 @@ _ATTRIBUTE_HINTS = {
                "tensor and rebinds a module's parameter) or x = fg.randn_like(x).",
     "uniform_": "fgraph tensors are immutable; write x = fg.nn.init.uniform_(x, a, b) (it returns the new "
                 "tensor and rebinds a module's parameter) or x = fg.rand_like(x).",
-    "cuda": "write x.to('cuda') (or x.to('gpu')).",
 }
 _OPERATOR_OF = {"add": "x + other", "sub": "x - other", "mul": "x * other", "div": "x / other",
                 "true_divide": "x / other", "pow": "x ** other", "matmul": "x @ other"}
@@ -473,11 +477,12 @@ def _unwrap_nested(data: Any) -> Any:
 
 
 # -- creation functions ----------------------------------------------------------------------
-def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def tensor(data: Any, dtype: Any = None, requires_grad: bool = False, *, device: Any = None) -> Tensor:
     """Make a leaf tensor from nested lists, scalars, NumPy or JAX arrays.
 
     Python floats become float32 (PyTorch's default); ints follow JAX's default
-    integer. ``dtype`` overrides both.
+    integer. ``dtype`` overrides both. ``device`` (``"cpu"``, ``"cuda"``, an :class:`fgraph.device`...)
+    places the data there (see ``docs/devices.md``).
 
     Example:
         >>> import fgraph as fg
@@ -485,16 +490,30 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
         (2, 2)
     """
     dt = canonical_dtype(dtype, "tensor")
+    array = _to_array(data, dt, "tensor")
+    if device is not None:
+        array = _put(array, device)
     t = _new_object(Tensor)
-    _init_leaf(t, _to_array(data, dt, "tensor"), requires_grad)
+    _init_leaf(t, array, requires_grad)
     return t
 
 
-def as_tensor(data: Any, dtype: Any = None) -> Tensor:
-    """Return ``data`` unchanged if it is a Tensor of the right dtype, else ``tensor(data, dtype)``."""
+def _place(t: Tensor, device: Any) -> Tensor:
+    """The new leaf ``t`` with its data on ``device`` (``t`` itself when the data is there already)."""
+    data = _put(t.data, device)
+    if data is t.data:
+        return t
+    out = _new_object(Tensor)
+    _init_leaf(out, data, t._edge is not None)
+    return out
+
+
+def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """Return ``data`` unchanged if it is a Tensor of the right dtype, else ``tensor(data, dtype)``; with
+    ``device``, on that device (a Tensor of the right dtype moves with ``x.to(device)``, staying on the graph)."""
     if isinstance(data, Tensor) and (dtype is None or data.dtype == np.dtype(dtype)):
-        return data
-    return tensor(data, dtype=dtype)
+        return data if device is None else data.to(device)
+    return tensor(data, dtype=dtype, device=device)
 
 
 def _shape_arg(shape: tuple, op: str = "zeros") -> tuple[int, ...]:
@@ -519,7 +538,7 @@ def _creation_dtype(dtype: Any, op: str) -> np.dtype:
     return default_float_dtype() if dt is None else dt
 
 
-def zeros(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def zeros(*shape: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A tensor of zeros. ``fg.zeros(2, 3)`` or ``fg.zeros((2, 3))``.
 
     Example:
@@ -527,10 +546,11 @@ def zeros(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor
         >>> fg.zeros(2, 3).shape
         (2, 3)
     """
-    return tensor(jnp.zeros(_shape_arg(shape, "zeros"), _creation_dtype(dtype, "zeros")), requires_grad=requires_grad)
+    t = tensor(jnp.zeros(_shape_arg(shape, "zeros"), _creation_dtype(dtype, "zeros")), requires_grad=requires_grad)
+    return t if device is None else _place(t, device)
 
 
-def ones(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def ones(*shape: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A tensor of ones. ``fg.ones(2, 3)`` or ``fg.ones((2, 3))``.
 
     Example:
@@ -538,10 +558,12 @@ def ones(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
         >>> fg.ones(3).tolist()
         [1.0, 1.0, 1.0]
     """
-    return tensor(jnp.ones(_shape_arg(shape, "ones"), _creation_dtype(dtype, "ones")), requires_grad=requires_grad)
+    t = tensor(jnp.ones(_shape_arg(shape, "ones"), _creation_dtype(dtype, "ones")), requires_grad=requires_grad)
+    return t if device is None else _place(t, device)
 
 
-def full(shape: Sequence[int], fill_value: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def full(shape: Sequence[int], fill_value: Any, dtype: Any = None, requires_grad: bool = False, *,
+         device: Any = None) -> Tensor:
     """A tensor filled with ``fill_value``.
 
     Example:
@@ -554,10 +576,12 @@ def full(shape: Sequence[int], fill_value: Any, dtype: Any = None, requires_grad
         dt = np.asarray(fill_value).dtype
         dt = default_float_dtype() if dt.kind == "f" else jnp.asarray(fill_value).dtype
     size = _shape_arg((shape,), "full")  # an int, or one sequence of ints
-    return tensor(jnp.full(size, fill_value, dt), requires_grad=requires_grad)
+    t = tensor(jnp.full(size, fill_value, dt), requires_grad=requires_grad)
+    return t if device is None else _place(t, device)
 
 
-def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, requires_grad: bool = False, *,
+           device: Any = None) -> Tensor:
     """Values from ``start`` to ``end`` (exclusive) by ``step``, like ``torch.arange``.
 
     Example:
@@ -575,24 +599,32 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, requir
     dt = canonical_dtype(dtype, "arange")
     if dt is None and any(isinstance(v, float) for v in (start, end, step)):
         dt = default_float_dtype()
-    return tensor(jnp.arange(start, end, step, dtype=dt), requires_grad=requires_grad)
+    t = tensor(jnp.arange(start, end, step, dtype=dt), requires_grad=requires_grad)
+    return t if device is None else _place(t, device)
 
 
-def zeros_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    """Zeros with the shape (and dtype, unless given) of ``t``."""
-    return tensor(jnp.zeros_like(_data(t), dtype=canonical_dtype(dtype, "zeros_like")), requires_grad=requires_grad)
+def zeros_like(t: Tensor, dtype: Any = None, requires_grad: bool = False, *,
+               device: Any = None) -> Tensor:
+    """Zeros with the shape (and dtype and device, unless given) of ``t``."""
+    out = tensor(jnp.zeros_like(_data(t), dtype=canonical_dtype(dtype, "zeros_like")), requires_grad=requires_grad)
+    return out if device is None else _place(out, device)
 
 
-def ones_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    """Ones with the shape (and dtype, unless given) of ``t``."""
-    return tensor(jnp.ones_like(_data(t), dtype=canonical_dtype(dtype, "ones_like")), requires_grad=requires_grad)
+def ones_like(t: Tensor, dtype: Any = None, requires_grad: bool = False, *,
+              device: Any = None) -> Tensor:
+    """Ones with the shape (and dtype and device, unless given) of ``t``."""
+    out = tensor(jnp.ones_like(_data(t), dtype=canonical_dtype(dtype, "ones_like")), requires_grad=requires_grad)
+    return out if device is None else _place(out, device)
 
 
-def full_like(t: Tensor, fill_value: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    """``fill_value`` with the shape (and dtype, unless given) of ``t``."""
-    return tensor(
+def full_like(t: Tensor, fill_value: Any, dtype: Any = None, requires_grad: bool = False, *,
+              device: Any = None) -> Tensor:
+    """``fill_value`` with the shape (and dtype and device, unless given) of ``t``."""
+    out = tensor(
         jnp.full_like(_data(t), fill_value, dtype=canonical_dtype(dtype, "full_like")), requires_grad=requires_grad
     )
+    return out if device is None else _place(out, device)
+
 
 
 def _data(t: Any) -> Any:

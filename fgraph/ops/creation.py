@@ -7,7 +7,9 @@ None of these ops is differentiable: their outputs are new leaves, which require
 grad only when asked with ``requires_grad=True`` (floating dtypes only). Sizes
 are given as varargs (``fg.empty(2, 3)``) or one tuple (``fg.empty((2, 3))``).
 Without ``dtype=`` floating results take the default dtype
-(:func:`fgraph.get_default_dtype`, float32 unless changed).
+(:func:`fgraph.get_default_dtype`, float32 unless changed). ``device=`` places the result
+(``"cpu"``, ``"cuda"``, an :class:`fgraph.device`; see ``docs/devices.md``); ``empty_like`` and
+``Tensor.new_*`` default to the device of the tensor they follow, as in PyTorch.
 
 ``linspace``/``logspace`` take their ``start``/``end`` as kernel inputs (Python
 numbers or 0-d tensors, traced ones included), so one kernel is compiled per
@@ -33,7 +35,8 @@ import numpy as np
 from fgraph._dtypes import canonical_dtype, default_float_dtype, x64_enabled
 from fgraph.errors import OpError
 from fgraph.ops._declare import apply_op, declare
-from fgraph.tensor import full, ones, Tensor, tensor, type_name, zeros, zeros_like, _shape_arg
+from fgraph.device import like_device
+from fgraph.tensor import full, ones, Tensor, tensor, type_name, zeros, zeros_like, _place, _shape_arg
 
 __all__ = ["empty", "empty_like", "linspace", "logspace", "eye"]
 
@@ -53,9 +56,10 @@ def float_dtype(dtype: Any, op: str) -> np.dtype:
     return dt
 
 
-def leaf(out: Tensor, requires_grad: bool) -> Tensor:
-    """``out`` itself, or a new leaf over its data that requires grad."""
-    return Tensor(out.data, requires_grad=True) if requires_grad else out
+def leaf(out: Tensor, requires_grad: bool, device: Any = None) -> Tensor:
+    """``out`` itself, or a new leaf over its data that requires grad; on ``device`` if given."""
+    out = Tensor(out.data, requires_grad=True) if requires_grad else out
+    return out if device is None else _place(out, device)
 
 
 def _creation_dtype(dtype: Any, op: str) -> np.dtype:
@@ -64,7 +68,7 @@ def _creation_dtype(dtype: Any, op: str) -> np.dtype:
 
 
 # -- empty --------------------------------------------------------------------------------------
-def empty(*size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """An "uninitialised" tensor of ``size``: JAX has no uninitialised memory, so it holds zeros.
 
     Code must not rely on the zeros (PyTorch leaves the memory as it is).
@@ -74,10 +78,10 @@ def empty(*size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
         >>> fg.empty(2, 3).shape, fg.empty((4,), dtype=fg.int32).dtype
         ((2, 3), dtype('int32'))
     """
-    return zeros(size_arg(size, "empty"), dtype=dtype, requires_grad=requires_grad)
+    return zeros(size_arg(size, "empty"), dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def empty_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """:func:`empty` with the shape (and dtype, unless given) of ``input`` (zeros, see :func:`empty`).
 
     Example:
@@ -86,7 +90,7 @@ def empty_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False)
         dtype('float16')
     """
     _check_tensor(input, "empty_like")
-    return zeros_like(input, dtype=dtype, requires_grad=requires_grad)
+    return zeros_like(input, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 # -- linspace / logspace ------------------------------------------------------------------------
@@ -138,7 +142,8 @@ def _steps(steps: Any, op: str) -> int:
     return int(steps)
 
 
-def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end``, both included.
 
     ``start``/``end`` are numbers or 0-d tensors (not differentiated through, as in
@@ -152,10 +157,10 @@ def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, requires_gr
     n = _steps(steps, "linspace")
     dt = _creation_dtype(dtype, "linspace")
     a, b = _endpoint(start, "start", "linspace"), _endpoint(end, "end", "linspace")
-    return leaf(apply_op(LINSPACE, (a, b), LINSPACE.Params(n, dt)), requires_grad)
+    return leaf(apply_op(LINSPACE, (a, b), LINSPACE.Params(n, dt)), requires_grad, device)
 
 
-def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: Any = None,
+def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
     """``base ** linspace(start, end, steps)``: ``steps`` values spaced evenly on a log scale.
 
@@ -169,7 +174,7 @@ def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: Any
         raise TypeError(f"logspace: base must be a real number, got {type(base).__name__} {base!r}.")
     dt = _creation_dtype(dtype, "logspace")
     a, b = _endpoint(start, "start", "logspace"), _endpoint(end, "end", "logspace")
-    return leaf(apply_op(LOGSPACE, (a, b), LOGSPACE.Params(n, float(base), dt)), requires_grad)
+    return leaf(apply_op(LOGSPACE, (a, b), LOGSPACE.Params(n, float(base), dt)), requires_grad, device)
 
 
 # -- eye ------------------------------------------------------------------------------------------
@@ -180,7 +185,8 @@ def _eye_forward(*, n, m, dtype):
 EYE = declare("eye", _eye_forward, None, params=("n", "m", "dtype"), differentiable=False)
 
 
-def eye(n: int, m: Optional[int] = None, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def eye(n: int, m: Optional[int] = None, *, dtype: Any = None, device: Any = None,
+        requires_grad: bool = False) -> Tensor:
     """An ``n x m`` matrix (``m`` defaults to ``n``) with ones on the diagonal and zeros elsewhere.
 
     Example:
@@ -190,7 +196,7 @@ def eye(n: int, m: Optional[int] = None, *, dtype: Any = None, requires_grad: bo
     """
     n, m = size_arg((n, n if m is None else m), "eye")
     dt = _creation_dtype(dtype, "eye")
-    return leaf(apply_op(EYE, (), EYE.Params(n, m, dt)), requires_grad)
+    return leaf(apply_op(EYE, (), EYE.Params(n, m, dt)), requires_grad, device)
 
 
 # -- Tensor.new_* -------------------------------------------------------------------------------------
@@ -199,18 +205,21 @@ def _check_tensor(t: Any, op: str) -> None:
         raise TypeError(f"{op}: expected a Tensor, got {type_name(t)}.")
 
 
-def new_tensor(self: Tensor, data: Any, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    """A new leaf from ``data`` with ``self``'s dtype unless ``dtype`` is given (``Tensor.new_tensor``).
+def new_tensor(self: Tensor, data: Any, *, dtype: Any = None, device: Any = None,
+               requires_grad: bool = False) -> Tensor:
+    """A new leaf from ``data`` with ``self``'s dtype and device unless given (``Tensor.new_tensor``).
 
     Example:
         >>> import fgraph as fg
         >>> fg.ones(2, dtype=fg.float16).new_tensor([1, 2]).dtype
         dtype('float16')
     """
-    return tensor(data, dtype=self.dtype if dtype is None else dtype, requires_grad=requires_grad)
+    return tensor(data, dtype=self.dtype if dtype is None else dtype, requires_grad=requires_grad,
+                  device=like_device(self.data, device))
 
 
-def new_zeros(self: Tensor, *size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def new_zeros(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
+              requires_grad: bool = False) -> Tensor:
     """Zeros of ``size`` with ``self``'s dtype unless ``dtype`` is given (``Tensor.new_zeros``).
 
     Example:
@@ -219,10 +228,12 @@ def new_zeros(self: Tensor, *size: Any, dtype: Any = None, requires_grad: bool =
         [0, 0]
     """
     return zeros(size_arg(size, "new_zeros"), dtype=self.dtype if dtype is None else dtype,
+                device=like_device(self.data, device),
                  requires_grad=requires_grad)
 
 
-def new_ones(self: Tensor, *size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def new_ones(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
+              requires_grad: bool = False) -> Tensor:
     """Ones of ``size`` with ``self``'s dtype unless ``dtype`` is given (``Tensor.new_ones``).
 
     Example:
@@ -231,10 +242,12 @@ def new_ones(self: Tensor, *size: Any, dtype: Any = None, requires_grad: bool = 
         [1, 1, 1]
     """
     return ones(size_arg(size, "new_ones"), dtype=self.dtype if dtype is None else dtype,
+                device=like_device(self.data, device),
                 requires_grad=requires_grad)
 
 
-def new_empty(self: Tensor, *size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def new_empty(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
+              requires_grad: bool = False) -> Tensor:
     """:func:`empty` (zeros) of ``size`` with ``self``'s dtype unless ``dtype`` is given.
 
     Example:
@@ -243,10 +256,12 @@ def new_empty(self: Tensor, *size: Any, dtype: Any = None, requires_grad: bool =
         dtype('float16')
     """
     return zeros(size_arg(size, "new_empty"), dtype=self.dtype if dtype is None else dtype,
+                device=like_device(self.data, device),
                  requires_grad=requires_grad)
 
 
-def new_full(self: Tensor, size: Any, fill_value: Any, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def new_full(self: Tensor, size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False) -> Tensor:
     """``fill_value`` of ``size`` with ``self``'s dtype unless ``dtype`` is given (``Tensor.new_full``).
 
     Example:
@@ -254,7 +269,8 @@ def new_full(self: Tensor, size: Any, fill_value: Any, *, dtype: Any = None, req
         >>> fg.ones(1).new_full((2,), 3).tolist()
         [3.0, 3.0]
     """
-    return full(size, fill_value, dtype=self.dtype if dtype is None else dtype, requires_grad=requires_grad)
+    return full(size, fill_value, dtype=self.dtype if dtype is None else dtype, requires_grad=requires_grad,
+                device=like_device(self.data, device))
 
 
 #: Installed as ``Tensor.<name>`` methods.

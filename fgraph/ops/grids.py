@@ -30,7 +30,7 @@ from fgraph.ops.elementwise import ne, to_dtype
 from fgraph.ops.indexing import index_select
 from fgraph.ops.movement import flip
 from fgraph.ops.shape import cat, expand, narrow, reshape, stack
-from fgraph.tensor import Tensor, _wrap
+from fgraph.tensor import Tensor, _place, _wrap
 
 
 def _tensors(tensors: tuple, op: str) -> tuple:
@@ -221,7 +221,7 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Optional[Tensor] = N
 
 
 # -- index sets ----------------------------------------------------------------------------------------------
-def _indices(op: str, row: int, col: int, offset: int, dtype: Any, upper: bool) -> Tensor:
+def _indices(op: str, row: int, col: int, offset: int, dtype: Any, upper: bool, device: Any = None) -> Tensor:
     for v, name in ((row, "row"), (col, "col"), (offset, "offset")):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
             raise TypeError(f"{op}: {name} must be an int, got {type(v).__name__}.")
@@ -232,10 +232,12 @@ def _indices(op: str, row: int, col: int, offset: int, dtype: Any, upper: bool) 
         raise OpError(f"{op}: dtype must be int32 or int64 (fgraph.long), got {dt}.")
     pick = np.triu_indices if upper else np.tril_indices
     rows, cols = pick(int(row), int(offset), int(col))
-    return _wrap(jnp.asarray(np.stack([rows, cols]).astype(dt)))
+    out = _wrap(jnp.asarray(np.stack([rows, cols]).astype(dt)))
+    return out if device is None else _place(out, device)
 
 
-def triu_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None) -> Tensor:
+def triu_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None,
+                 layout: Any = None) -> Tensor:
     """The ``(2, K)`` row and column indices of the upper triangle of a ``row x col`` matrix (on and above
     diagonal ``offset``), row by row. Not differentiable.
 
@@ -244,10 +246,11 @@ def triu_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None) -> T
         >>> fg.triu_indices(3, 3, 1).tolist()
         [[0, 0, 1], [1, 2, 2]]
     """
-    return _indices("triu_indices", row, col, offset, dtype, upper=True)
+    return _indices("triu_indices", row, col, offset, dtype, upper=True, device=device)
 
 
-def tril_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None) -> Tensor:
+def tril_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None,
+                 layout: Any = None) -> Tensor:
     """The ``(2, K)`` row and column indices of the lower triangle of a ``row x col`` matrix (on and below
     diagonal ``offset``), row by row. Not differentiable.
 
@@ -256,7 +259,7 @@ def tril_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None) -> T
         >>> fg.tril_indices(3, 3, -1).tolist()
         [[1, 2, 2], [0, 0, 1]]
     """
-    return _indices("tril_indices", row, col, offset, dtype, upper=False)
+    return _indices("tril_indices", row, col, offset, dtype, upper=False, device=device)
 
 
 #: Exported as ``fgraph.<name>``.

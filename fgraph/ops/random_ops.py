@@ -9,6 +9,9 @@ shape and dtype and reused for every key.
 
 Gradients:
 
+``device=`` places a new tensor (``"cpu"``, ``"cuda"``, an :class:`fgraph.device`; the ``*_like`` forms
+default to their input's device, as in PyTorch); the draws do not depend on the device.
+
 * ``rand``, ``randn``, ``randint``, ``randperm`` make new leaves (``requires_grad=``
   where PyTorch has it, floating dtypes only).
 * ``normal(mean, std)`` with tensor ``mean``/``std`` is **reparameterised**:
@@ -44,6 +47,7 @@ import numpy as np
 from fgraph._dtypes import canonical_dtype, x64_enabled
 from fgraph.errors import OpError
 from fgraph.ops._declare import OpDef, apply_op, declare
+from fgraph.device import like_device
 from fgraph.ops.creation import float_dtype, leaf, size_arg
 from fgraph.ops.elementwise import add, mul
 from fgraph.random import Generator, check_implicit_key, resolve_key
@@ -134,7 +138,7 @@ def _check_tensor(t: Any, name: str, op: str) -> Tensor:
 
 # -- uniform and standard normal ----------------------------------------------------------------------
 def rand(*size: Any, key: Optional[Key] = None, generator: Optional[Generator] = None, dtype: Any = None,
-         requires_grad: bool = False) -> Tensor:
+         device: Any = None, requires_grad: bool = False) -> Tensor:
     """Uniform samples in ``[0, 1)`` of ``size``.
 
     Example:
@@ -146,11 +150,11 @@ def rand(*size: Any, key: Optional[Key] = None, generator: Optional[Generator] =
     """
     shape = size_arg(size, "rand")
     dt = float_dtype(dtype, "rand")
-    return leaf(_sample(RAND, (), RAND.Params(shape, dt), key, generator, "rand"), requires_grad)
+    return leaf(_sample(RAND, (), RAND.Params(shape, dt), key, generator, "rand"), requires_grad, device)
 
 
 def randn(*size: Any, key: Optional[Key] = None, generator: Optional[Generator] = None, dtype: Any = None,
-          requires_grad: bool = False) -> Tensor:
+          device: Any = None, requires_grad: bool = False) -> Tensor:
     """Standard normal samples (mean 0, variance 1) of ``size``.
 
     Example:
@@ -161,11 +165,11 @@ def randn(*size: Any, key: Optional[Key] = None, generator: Optional[Generator] 
     """
     shape = size_arg(size, "randn")
     dt = float_dtype(dtype, "randn")
-    return leaf(_sample(RANDN, (), RANDN.Params(shape, dt), key, generator, "randn"), requires_grad)
+    return leaf(_sample(RANDN, (), RANDN.Params(shape, dt), key, generator, "randn"), requires_grad, device)
 
 
 def rand_like(input: Tensor, *, key: Optional[Key] = None, generator: Optional[Generator] = None,
-              dtype: Any = None, requires_grad: bool = False) -> Tensor:
+              dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """:func:`rand` with the shape (and dtype, unless given) of ``input``.
 
     Example:
@@ -176,11 +180,12 @@ def rand_like(input: Tensor, *, key: Optional[Key] = None, generator: Optional[G
     """
     _check_tensor(input, "input", "rand_like")
     dt = float_dtype(input.dtype if dtype is None else dtype, "rand_like")
-    return rand(input.shape, key=key, generator=generator, dtype=dt, requires_grad=requires_grad)
+    return rand(input.shape, key=key, generator=generator, dtype=dt, requires_grad=requires_grad,
+              device=like_device(input.data, device))
 
 
 def randn_like(input: Tensor, *, key: Optional[Key] = None, generator: Optional[Generator] = None,
-               dtype: Any = None, requires_grad: bool = False) -> Tensor:
+               dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """:func:`randn` with the shape (and dtype, unless given) of ``input``.
 
     Example:
@@ -191,7 +196,8 @@ def randn_like(input: Tensor, *, key: Optional[Key] = None, generator: Optional[
     """
     _check_tensor(input, "input", "randn_like")
     dt = float_dtype(input.dtype if dtype is None else dtype, "randn_like")
-    return randn(input.shape, key=key, generator=generator, dtype=dt, requires_grad=requires_grad)
+    return randn(input.shape, key=key, generator=generator, dtype=dt, requires_grad=requires_grad,
+               device=like_device(input.data, device))
 
 
 # -- integers --------------------------------------------------------------------------------------------
@@ -218,7 +224,8 @@ def _int_range(low: int, high: int, dt: np.dtype, op: str) -> None:
 
 
 def randint(low: Any = 0, high: Any = None, size: Any = None, *, key: Optional[Key] = None,
-            generator: Optional[Generator] = None, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+            generator: Optional[Generator] = None, dtype: Any = None, device: Any = None,
+            requires_grad: bool = False) -> Tensor:
     """Integers drawn uniformly from ``[low, high)``: ``randint(high, size)`` or ``randint(low, high, size)``.
 
     The dtype defaults to int64 (int32 without JAX's x64 mode); floating dtypes
@@ -245,11 +252,12 @@ def randint(low: Any = 0, high: Any = None, size: Any = None, *, key: Optional[K
     dt = _default_int_dtype() if dt is None else dt
     _int_range(low, high, dt, "randint")
     out = _sample(RANDINT, (low, high), RANDINT.Params(shape, dt), key, generator, "randint")
-    return leaf(out, requires_grad)
+    return leaf(out, requires_grad, device)
 
 
 def randint_like(input: Tensor, low: Any = 0, high: Any = None, *, key: Optional[Key] = None,
-                 generator: Optional[Generator] = None, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+                 generator: Optional[Generator] = None, dtype: Any = None, device: Any = None,
+                 requires_grad: bool = False) -> Tensor:
     """:func:`randint` with the shape (and dtype, unless given) of ``input``: ``randint_like(x, high)``
     or ``randint_like(x, low, high)``.
 
@@ -263,11 +271,12 @@ def randint_like(input: Tensor, low: Any = 0, high: Any = None, *, key: Optional
     if high is None:
         low, high = 0, low
     return randint(low, high, input.shape, key=key, generator=generator,
-                   dtype=input.dtype if dtype is None else dtype, requires_grad=requires_grad)
+                   dtype=input.dtype if dtype is None else dtype, requires_grad=requires_grad,
+                   device=like_device(input.data, device))
 
 
 def randperm(n: int, *, key: Optional[Key] = None, generator: Optional[Generator] = None, dtype: Any = None,
-             requires_grad: bool = False) -> Tensor:
+             device: Any = None, requires_grad: bool = False) -> Tensor:
     """A random permutation of ``0 .. n-1`` (int64 by default, int32 without x64).
 
     Example:
@@ -281,7 +290,7 @@ def randperm(n: int, *, key: Optional[Key] = None, generator: Optional[Generator
     dt = _default_int_dtype() if dt is None else dt
     if dt != np.bool_ and jnp.issubdtype(dt, jnp.integer) and n > int(jnp.iinfo(dt).max) + 1:
         raise OpError(f"randperm: n={n} does not fit dtype {dt}; pass a wider dtype=.")
-    return leaf(_sample(RANDPERM, (), RANDPERM.Params(n, dt), key, generator, "randperm"), requires_grad)
+    return leaf(_sample(RANDPERM, (), RANDPERM.Params(n, dt), key, generator, "randperm"), requires_grad, device)
 
 
 # -- normal -------------------------------------------------------------------------------------------------
@@ -292,7 +301,8 @@ def _real(v: Any, name: str, op: str) -> float:
 
 
 def normal(mean: Any = 0.0, std: Any = 1.0, size: Any = None, *, key: Optional[Key] = None,
-           generator: Optional[Generator] = None, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+           generator: Optional[Generator] = None, dtype: Any = None, device: Any = None,
+           requires_grad: bool = False) -> Tensor:
     """Normal samples with the given ``mean`` and ``std`` (standard deviation).
 
     * Tensor ``mean`` and/or ``std``: the shape is their broadcast shape, the dtype
@@ -300,7 +310,7 @@ def normal(mean: Any = 0.0, std: Any = 1.0, size: Any = None, *, key: Optional[K
       ``eps = randn(...)``: differentiable w.r.t. ``mean`` and ``std`` (PyTorch
       gives zero gradients here).
     * Numbers ``mean`` and ``std``: ``size`` is required; ``dtype=`` and
-      ``requires_grad=`` apply (a new leaf).
+      ``requires_grad=`` and ``device=`` apply (a new leaf).
 
     Example:
         >>> import jax
@@ -324,12 +334,13 @@ def normal(mean: Any = 0.0, std: Any = 1.0, size: Any = None, *, key: Optional[K
             raise OpError(f"normal: std must be >= 0, got {s}.")
         shape = size_arg((size,), "normal")
         dt = float_dtype(dtype, "normal")
-        return leaf(_sample(NORMAL, (m, s), NORMAL.Params(shape, dt), key, generator, "normal"), requires_grad)
+        return leaf(_sample(NORMAL, (m, s), NORMAL.Params(shape, dt), key, generator, "normal"), requires_grad,
+                    device)
 
-    if size is not None or dtype is not None or requires_grad:
+    if size is not None or dtype is not None or requires_grad or device is not None:
         raise TypeError(
-            "normal: size=, dtype= and requires_grad= apply only to number mean and std; with tensor mean/std "
-            "the shape is their broadcast shape, the dtype theirs, and gradients flow to them."
+            "normal: size=, dtype= and requires_grad= apply only to number mean and std (device= too); with tensor "
+            "mean/std the shape is their broadcast shape, the dtype and device theirs, and gradients flow to them."
         )
     for name, v in (("mean", mean), ("std", std)):
         if isinstance(v, Tensor):

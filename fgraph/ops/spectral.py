@@ -32,7 +32,8 @@ __all__ = ["stft", "istft", "hann_window", "hamming_window", "blackman_window", 
 
 
 # -- windows (torch.hann_window, ...): leaves, like the other creation functions ------------------------------------
-def _make_window(values: Any, window_length: int, periodic: bool, dtype: Any, requires_grad: bool, op: str) -> Tensor:
+def _make_window(values: Any, window_length: int, periodic: bool, dtype: Any, requires_grad: bool, op: str,
+                 device: Any = None) -> Tensor:
     import fgraph as fg
 
     if not isinstance(window_length, (int, np.integer)) or window_length < 0:
@@ -42,7 +43,8 @@ def _make_window(values: Any, window_length: int, periodic: bool, dtype: Any, re
     else:
         n = window_length + 1 if periodic else window_length
         array = values(n)[:window_length]
-    return fg.tensor(array, dtype=dtype if dtype is not None else fg.get_default_dtype(), requires_grad=requires_grad)
+    return fg.tensor(array, dtype=dtype if dtype is not None else fg.get_default_dtype(), requires_grad=requires_grad,
+                     device=device)
 
 
 def hann_window(window_length: int, periodic: bool = True, *, dtype: Any = None, device: Any = None,
@@ -54,7 +56,7 @@ def hann_window(window_length: int, periodic: bool = True, *, dtype: Any = None,
         >>> fg.hann_window(4).tolist()
         [0.0, 0.5, 1.0, 0.5]
     """
-    return _make_window(np.hanning, window_length, periodic, dtype, requires_grad, "hann_window")
+    return _make_window(np.hanning, window_length, periodic, dtype, requires_grad, "hann_window", device)
 
 
 def hamming_window(window_length: int, periodic: bool = True, alpha: float = 0.54, beta: float = 0.46, *,
@@ -63,19 +65,19 @@ def hamming_window(window_length: int, periodic: bool = True, alpha: float = 0.5
     def values(n: int) -> np.ndarray:
         return alpha - beta * np.cos(2 * np.pi * np.arange(n) / (n - 1))
 
-    return _make_window(values, window_length, periodic, dtype, requires_grad, "hamming_window")
+    return _make_window(values, window_length, periodic, dtype, requires_grad, "hamming_window", device)
 
 
 def blackman_window(window_length: int, periodic: bool = True, *, dtype: Any = None, device: Any = None,
                     requires_grad: bool = False) -> Tensor:
     """``0.42 - 0.5 cos(2 pi n / N) + 0.08 cos(4 pi n / N)`` (``torch.blackman_window``)."""
-    return _make_window(np.blackman, window_length, periodic, dtype, requires_grad, "blackman_window")
+    return _make_window(np.blackman, window_length, periodic, dtype, requires_grad, "blackman_window", device)
 
 
 def bartlett_window(window_length: int, periodic: bool = True, *, dtype: Any = None, device: Any = None,
                     requires_grad: bool = False) -> Tensor:
     """The triangular window ``1 - |2n / N - 1|`` (``torch.bartlett_window``)."""
-    return _make_window(np.bartlett, window_length, periodic, dtype, requires_grad, "bartlett_window")
+    return _make_window(np.bartlett, window_length, periodic, dtype, requires_grad, "bartlett_window", device)
 
 
 def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0, *, dtype: Any = None,
@@ -84,7 +86,7 @@ def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0,
     def values(n: int) -> np.ndarray:
         return np.kaiser(n, beta)
 
-    return _make_window(values, window_length, periodic, dtype, requires_grad, "kaiser_window")
+    return _make_window(values, window_length, periodic, dtype, requires_grad, "kaiser_window", device)
 
 
 # -- stft / istft -----------------------------------------------------------------------------------------------------

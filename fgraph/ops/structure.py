@@ -289,7 +289,7 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
     return tensor(ndarray, dtype=ndarray.dtype)
 
 
-def scalar_tensor(s: Any, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def scalar_tensor(s: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A 0-d tensor holding ``s``, of the default float dtype unless ``dtype`` is given (as in PyTorch).
 
     Example:
@@ -305,7 +305,8 @@ def scalar_tensor(s: Any, *, dtype: Any = None, requires_grad: bool = False) -> 
     elif not isinstance(s, (bool, int, float, complex, np.generic)):
         raise TypeError(f"scalar_tensor: expected a number, got {type_name(s)}.")
     dt = canonical_dtype(dtype, "scalar_tensor")
-    return tensor(jnp.asarray(s, default_float_dtype() if dt is None else dt), requires_grad=requires_grad)
+    return tensor(jnp.asarray(s, default_float_dtype() if dt is None else dt), requires_grad=requires_grad,
+                  device=device)
 
 
 # -- Tensor attributes and methods ------------------------------------------------------------------------------
@@ -360,20 +361,52 @@ def is_contiguous(self: Tensor, memory_format: Any = None) -> bool:
     return True
 
 
-def cpu(self: Tensor) -> Tensor:
-    """The tensor on the CPU (itself if it is there already, or while traced).
+def cpu(self: Tensor, memory_format: Any = None) -> Tensor:
+    """The tensor on the CPU (itself if it is there already, or while traced); still on the graph.
 
     Example:
         >>> import fgraph as fg
-        >>> fg.ones(2).cpu().device.platform
-        'cpu'
+        >>> fg.ones(2).cpu().device
+        device(type='cpu')
     """
     from fgraph._methods import _to_device
 
-    device = self.device
-    if device is None or device.platform == "cpu":
+    data = self.data
+    if isinstance(data, jax.core.Tracer) or not isinstance(data, jax.Array):
+        return self
+    if all(d.platform == "cpu" for d in data.devices()):
         return self
     return _to_device(self, "cpu")
+
+
+def cuda(self: Tensor, device: Any = None, non_blocking: bool = False, memory_format: Any = None) -> Tensor:
+    """The tensor on a GPU (``device``: an index, ``"cuda:1"`` or an :class:`fgraph.device`; the current GPU by
+    default), still on the graph. Without a GPU this raises :class:`fgraph.errors.DeviceUnavailableError`
+    naming the portable idiom ``device = "cuda" if fg.cuda.is_available() else "cpu"``."""
+    from fgraph._methods import _to_device
+    from fgraph.device import device as _device
+
+    if device is None:
+        target = _device("cuda")
+    elif isinstance(device, int) and not isinstance(device, bool):
+        target = _device("cuda", device)
+    else:
+        target = _device(device)
+        if target.type != "cuda":
+            raise ValueError(f"cuda: expected a CUDA device, got {device!r}; use x.to({str(target)!r}).")
+    return _to_device(self, target)
+
+
+def get_device(self: Tensor) -> int:
+    """The GPU index holding the data, or -1 on the CPU (``Tensor.get_device``).
+
+    Example:
+        >>> import fgraph as fg
+        >>> fg.ones(2).get_device()
+        -1
+    """
+    d = self.device
+    return -1 if d.type == "cpu" else (d.index or 0)
 
 
 def view_as(self: Tensor, other: Tensor) -> Tensor:
@@ -470,6 +503,7 @@ TENSOR_METHODS = {
     "clone": clone, "select": select, "index_fill": index_fill, "index_copy": index_copy,
     "masked_scatter": masked_scatter, "split_with_sizes": split_with_sizes, "hsplit": hsplit, "vsplit": vsplit,
     "dsplit": dsplit, "contiguous": contiguous, "is_contiguous": is_contiguous, "cpu": cpu, "view_as": view_as,
+    "cuda": cuda, "get_device": get_device,
     "reshape_as": reshape_as, "type_as": type_as, "is_floating_point": is_floating_point, "is_complex": is_complex,
     "element_size": element_size, "nelement": nelement,
 }

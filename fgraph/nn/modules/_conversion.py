@@ -20,7 +20,8 @@ def converter(args: tuple, kwargs: dict) -> Callable[[Any], Any]:
     """
     dtype = kwargs.pop("dtype", None)
     device = kwargs.pop("device", None)
-    kwargs.pop("non_blocking", None)
+    for name in ("non_blocking", "copy", "memory_format"):
+        kwargs.pop(name, None)
     if kwargs:
         raise TypeError(f"Module.to: unexpected arguments {sorted(kwargs)}")
     for arg in args:
@@ -29,6 +30,8 @@ def converter(args: tuple, kwargs: dict) -> Callable[[Any], Any]:
             device = arg.device
         elif is_device(arg):
             device = arg
+        elif isinstance(arg, bool) or arg is None:  # positional non_blocking
+            continue
         else:
             dtype = arg
     if dtype is not None:
@@ -49,6 +52,5 @@ def converter(args: tuple, kwargs: dict) -> Callable[[Any], Any]:
         if isinstance(device, jax.sharding.Sharding):
             return out if out.sharding == device else jax.device_put(out, device)
         return out if device in out.devices() and len(out.devices()) == 1 else jax.device_put(out, device)
-        return out
 
     return convert

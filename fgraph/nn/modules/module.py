@@ -396,7 +396,9 @@ class Module(HookMixin):
 
     def to(self: T, *args: Any, **kwargs: Any) -> T:
         """Move and/or cast parameters and buffers: ``to(dtype)``, ``to(device)``, ``to(device, dtype)``,
-        ``to(tensor)``. A dtype applies to floating point and complex tensors only. Returns ``self``.
+        ``to(tensor)``. A dtype applies to floating point and complex tensors only. A device is an
+        :class:`fgraph.device`, a string (``"cpu"``, ``"cuda"``, ``"cuda:1"``), a JAX device or a
+        ``jax.sharding.NamedSharding``; ``non_blocking=`` is accepted. Returns ``self``.
 
         Example:
             >>> import fgraph as fg, jax
@@ -428,9 +430,15 @@ class Module(HookMixin):
         """Move parameters and buffers to the CPU."""
         return self.to("cpu")
 
-    def cuda(self: T, device: Optional[int] = None) -> T:
-        """Move parameters and buffers to a GPU (``jax.devices('gpu')[device or 0]``)."""
-        return self.to(f"gpu:{device or 0}")
+    def cuda(self: T, device: Any = None) -> T:
+        """Move parameters and buffers to a GPU (``device``: an index or a device; the current GPU by default).
+        Without a GPU this raises :class:`fgraph.errors.DeviceUnavailableError`, naming the portable idiom
+        ``device = "cuda" if fg.cuda.is_available() else "cpu"``."""
+        from fgraph.device import device as _device
+
+        if device is None or isinstance(device, int) and not isinstance(device, bool):
+            return self.to(_device("cuda", device))
+        return self.to(_device(device))
 
     def _apply(self: T, fn: Callable[[Any], Any]) -> T:
         """Rebind every parameter and buffer to ``fn(array)`` (parameters keep ``requires_grad`` and ties)."""

@@ -1,0 +1,24 @@
+"""``fg.backends``: ``torch.backends``' switches that ported training scripts set, accepted as no-ops.
+
+* ``fg.backends.cudnn.benchmark``, ``.deterministic``, ``.enabled``, ``.allow_tf32``: settable flags that
+  change nothing. XLA picks its own convolution algorithms (autotuning them as it compiles); on a GPU, set
+  ``XLA_FLAGS=--xla_gpu_deterministic_ops=true`` for deterministic results.
+* ``fg.backends.cuda.matmul.allow_tf32`` (and ``allow_bf16_reduced_precision_reduction``,
+  ``allow_fp16_reduced_precision_reduction``): accepted and recorded. JAX's matmul precision is
+  ``jax.config.update("jax_default_matmul_precision", ...)`` (``"float32"`` for full float32, which is
+  PyTorch's default; JAX's own default on a GPU allows TF32).
+* ``fg.backends.mps.is_available()``/``is_built()``: ``False`` (JAX has no Metal backend here).
+* ``fg.backends.cudnn.is_available()``: whether there is a GPU.
+
+Example:
+    >>> import fgraph as fg
+    >>> fg.backends.cudnn.benchmark = True
+    >>> fg.backends.cuda.matmul.allow_tf32 = True
+    >>> fg.backends.mps.is_available()
+    False
+"""
+from __future__ import annotations
+
+from fgraph.backends import cuda, cudnn, mps
+
+__all__ = ["cudnn", "cuda", "mps"]
