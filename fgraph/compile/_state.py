@@ -87,7 +87,7 @@ class StateTable:
         if refresh:
             opt._refresh()
         for g, group in enumerate(opt.param_groups):
-            for name in opt._hyper:
+            for name in opt.hyperparameters:
                 self.slots.append(Slot("hyper", index, (g, name)))
                 self.values.append(group[name])
             for i, p in enumerate(group["params"]):
@@ -116,7 +116,7 @@ class StateTable:
                 hooks = tuple(tuple(obj.__dict__.get(t, {})) for t in _HOOK_TABLES)
                 parts.append(("module", _token(obj), obj.training, hooks))
             elif isinstance(obj, Optimizer):
-                parts.append(("optimizer", _token(obj), tuple(obj._flags(g) for g in obj.param_groups)))
+                parts.append(("optimizer", _token(obj), tuple(obj.static_options(g) for g in obj.param_groups)))
             elif isinstance(obj, GradScaler):
                 parts.append(("scaler", _token(obj), _scaler_options(obj)))
             else:
@@ -150,7 +150,7 @@ class StateTable:
                 parts.append((obj.training, tuple(d["_modules"].items()), tuple(names), hooks))
             elif isinstance(obj, Optimizer):
                 obj._refresh()
-                hyper = obj._hyper
+                hyper = obj.hyperparameters
                 for group in obj.param_groups:
                     entries = []
                     values.extend([group[name] for name in hyper])
@@ -162,7 +162,7 @@ class StateTable:
                             values.extend(state.values())
                         else:
                             entries.append(())
-                    parts.append((obj._flags(group), tuple(entries)))
+                    parts.append((obj.static_options(group), tuple(entries)))
                 parts.append(len(obj.param_groups))
             elif isinstance(obj, GradScaler):
                 parts.append(_scaler_options(obj))
@@ -503,14 +503,14 @@ def distinct(values: list) -> tuple[list, tuple]:
         index = position.get(id(value))
         if index is None:
             index = position[id(value)] = len(inputs)
-            inputs.append(value.data if isinstance(value, Tensor) else value)
+            inputs.append(value.array if isinstance(value, Tensor) else value)
         which.append(index)
     return inputs, tuple(which)
 
 
 def _array_of(value: Any) -> Any:
     if isinstance(value, Tensor):
-        return value.data
+        return value.array
     return value  # a key array, a number, a tuple of numbers (jit traces numbers as weak-typed scalars)
 
 

@@ -16,6 +16,13 @@ from fgraph.optim.adam import Adam, AdamW
 from fgraph.optim.rmsprop import RMSprop
 from fgraph.optim.adagrad import Adagrad
 from fgraph.optim.lbfgs import LBFGS
+from fgraph.optim.adadelta import Adadelta
+from fgraph.optim.adamax import Adamax
+from fgraph.optim.nadam import NAdam
+from fgraph.optim.radam import RAdam
+from fgraph.optim.asgd import ASGD
+from fgraph.optim.rprop import Rprop
 from fgraph.optim import lr_scheduler
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "LBFGS"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "LBFGS", "Adadelta", "Adamax", "NAdam",
+           "RAdam", "ASGD", "Rprop"]

@@ -22,7 +22,7 @@ class Adagrad(Optimizer):
         [1.5]
     """
 
-    _hyper = ("lr", "lr_decay", "weight_decay", "eps")
+    hyperparameters = ("lr", "lr_decay", "weight_decay", "eps")
 
     def __init__(self, params: ParamsT, lr: float = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0,
                  initial_accumulator_value: float = 0.0, eps: float = 1e-10, foreach: Any = None, *,
@@ -35,16 +35,16 @@ class Adagrad(Optimizer):
                         differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
 
-    def _flags(self, group: dict) -> tuple:
+    def static_options(self, group: dict) -> tuple:
         return (group["weight_decay"] != 0, bool(group["maximize"]))
 
-    def _init_state(self, param: Any, group: dict) -> dict:
+    def init_state(self, param: Any, group: dict) -> dict:
         return {"step": jnp.zeros((), jnp.float32),
-                "sum": jnp.full_like(param.data, group["initial_accumulator_value"])}
+                "sum": jnp.full_like(param.array, group["initial_accumulator_value"])}
 
     @staticmethod
-    def _update(flags: tuple, hyper: dict, params: list, grads: list, states: list) -> tuple[list, list]:
-        decay, maximize = flags
+    def update(static: tuple, hyper: dict, params: list, grads: list, states: list) -> tuple[list, list]:
+        decay, maximize = static
         new_params, new_states = [], []
         for p, g, state in zip(params, grads, states):
             g = -g if maximize else g

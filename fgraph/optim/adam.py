@@ -29,7 +29,7 @@ class Adam(Optimizer):
         1
     """
 
-    _hyper = ("lr", "betas", "eps", "weight_decay")
+    hyperparameters = ("lr", "betas", "eps", "weight_decay")
 
     def __init__(self, params: ParamsT, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0.0, amsgrad: bool = False, *, foreach: Any = None,
@@ -46,20 +46,20 @@ class Adam(Optimizer):
                         fused=fused, decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
 
-    def _flags(self, group: dict) -> tuple:
+    def static_options(self, group: dict) -> tuple:
         return (group["weight_decay"] != 0, bool(group["decoupled_weight_decay"]), bool(group["amsgrad"]),
                 bool(group["maximize"]))
 
-    def _init_state(self, param: Any, group: dict) -> dict:
-        zeros = jnp.zeros_like(param.data)
+    def init_state(self, param: Any, group: dict) -> dict:
+        zeros = jnp.zeros_like(param.array)
         state = {"step": jnp.zeros((), jnp.float32), "exp_avg": zeros, "exp_avg_sq": zeros}
         if group["amsgrad"]:
             state["max_exp_avg_sq"] = zeros
         return state
 
     @staticmethod
-    def _update(flags: tuple, hyper: dict, params: list, grads: list, states: list) -> tuple[list, list]:
-        decay, decoupled, amsgrad, maximize = flags
+    def update(static: tuple, hyper: dict, params: list, grads: list, states: list) -> tuple[list, list]:
+        decay, decoupled, amsgrad, maximize = static
         lr, (beta1, beta2), eps, wd = hyper["lr"], hyper["betas"], hyper["eps"], hyper["weight_decay"]
         new_params, new_states = [], []
         for p, g, state in zip(params, grads, states):

@@ -85,7 +85,7 @@ class LBFGS(Optimizer):
 
     # -- flat vector <-> parameters ------------------------------------------------------------------
     def _gather_flat(self) -> jax.Array:
-        return _flatten(*(p.data for p in self.param_groups[0]["params"]))
+        return _flatten(*(p.array for p in self.param_groups[0]["params"]))
 
     def _set_flat(self, flat: jax.Array) -> None:
         """Make the parameters ``flat`` (split in parameter order) and rebind them where the old ones are held."""
@@ -118,7 +118,7 @@ class LBFGS(Optimizer):
                 raise ValueError(f"LBFGS.step: the gradient of parameter {i} has shape {g.shape}, the parameter "
                                  f"{p.shape}; return the gradients of the loss w.r.t. the optimizer's parameters.")
             else:
-                pieces.append(g.data)
+                pieces.append(g.array)
         return loss, float(loss.item()), _flatten(*pieces)
 
     # -- the step ------------------------------------------------------------------------------------
@@ -483,7 +483,7 @@ def _array_or_none(value: Any) -> Any:
     if value is None:
         return None
     if isinstance(value, Tensor):
-        return value.data
+        return value.array
     return jnp.asarray(value)
 
 

@@ -9,14 +9,16 @@ unchanged). Parameters rebound elsewhere after the optimizer was built
 (``model.load_state_dict``, ``model.to``, ``nn.init``) are followed to the current ones. Parameters without a gradient are left alone and their state does not
 advance, as PyTorch skips ``grad=None``.
 
-A subclass declares its update as a pure function of arrays:
+A subclass declares its update as a pure function of arrays (the public interface for writing
+an optimizer; ``docs/optim.md`` has a complete example):
 
-* ``_flags(group)``: the options that change the update's *structure*
-  (``nesterov``, ``amsgrad``, ``weight_decay != 0``...), static in the kernel;
-* ``_hyper``: the option names passed as traced scalars (``lr``, ``betas``...), so a
-  scheduler changing ``lr`` does not recompile anything;
-* ``_init_state(param, group)``: the new state of a parameter (arrays, or ``None``);
-* ``_update(flags, hyper, params, grads, states)``: new params and new states.
+* ``hyperparameters``: the option names passed to ``update`` as traced scalars (``lr``,
+  ``betas``...), so a scheduler changing ``lr`` does not recompile anything;
+* ``static_options(group)``: a hashable tuple of the options that change the update's
+  *structure* (``nesterov``, ``amsgrad``, ``weight_decay != 0``...), static in the kernel:
+  each distinct tuple compiles its own kernel;
+* ``init_state(param, group)``: the new state of a parameter (arrays, or ``None``);
+* ``update(static, hyper, params, grads, states)`` (a ``staticmethod``): new params and new states.
 
 ``param_groups`` are plain dicts (a scheduler writes ``group["lr"]``); ``state`` maps each
 current parameter to a dict of Tensors; ``state_dict()`` / ``load_state_dict()`` use
@@ -67,8 +69,12 @@ ParamsT = Union[Iterable[Tensor], Iterable[dict]]
 class Optimizer:
     """Base class of fgraph's optimizers (see the module docstring)."""
 
-    #: Group options passed to the kernel as traced scalars.
-    _hyper: tuple[str, ...] = ()
+    #: Group options passed to :meth:`update` as traced scalars (``hyper``): changing one never recompiles.
+    hyperparameters: tuple[str, ...] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _check_subclass_interface(cls)
 
     def __init__(self, params: ParamsT, defaults: dict) -> None:
         self.defaults = dict(defaults)
@@ -221,17 +227,17 @@ class Optimizer:
             active.append((i, p, g))
         if not active:
             return
-        flags = self._flags(group)
-        kernel = self._kernels.get(flags)
+        static = self.static_options(group)
+        kernel = self._kernels.get(static)
         if kernel is None:
-            kernel = self._kernels[flags] = jax.jit(functools.partial(type(self)._update, flags))
+            kernel = self._kernels[static] = jax.jit(functools.partial(type(self).update, static))
         lazy = LAZY.get()
         hyper = self._hyper_values(group)
         if lazy is None:
             hyper = self._hyper_on_device(group, hyper)
         states = [_arrays(self.state[p]) if p in self.state else self._first_state(p, group) for _, p, _ in active]
-        grad_arrays = [g.data if g.dtype == p.dtype else g.data.astype(p.dtype) for _, p, g in active]
-        args = (hyper, [p.data for _, p, _ in active], grad_arrays, states)
+        grad_arrays = [g.array if g.dtype == p.dtype else g.array.astype(p.dtype) for _, p, g in active]
+        args = (hyper, [p.array for _, p, _ in active], grad_arrays, states)
         new_params, new_states = kernel(*args) if lazy is None else lazy.call_tree(kernel, args)
         replaced = self._rebind_group(group, {i: data for (i, _, _), data in zip(active, new_params)})
         for (_, p, _), state, old_state in zip(active, new_states, states):
@@ -246,7 +252,7 @@ class Optimizer:
         traced = self.__dict__.get("_traced_hyper")
         if traced is not None and id(group) in traced:
             return traced[id(group)]
-        return {name: group[name] for name in self._hyper}
+        return {name: group[name] for name in self.hyperparameters}
 
     def _hyper_on_device(self, group: dict, hyper: dict) -> dict:
         """The group's numbers as device arrays kept while the group holds the same number objects: the
@@ -279,25 +285,53 @@ class Optimizer:
 
     def _first_state(self, param: Tensor, group: dict) -> dict:
         # Placed like the parameter (committed, as later steps' states are), so the first step's kernel is reused.
-        state = self._init_state(param, group)
-        data = param.data
+        state = self.init_state(param, group)
+        data = param.array
         if isinstance(data, jax.core.Tracer) or not data.committed:  # nothing to match
             return state
         where = data.sharding
         return {k: None if v is None else jax.device_put(v, where) for k, v in state.items()}
 
     # -- what subclasses define -----------------------------------------------------------------------
-    def _flags(self, group: dict) -> tuple:
-        """The group options that change the structure of the update (static in the kernel)."""
+    def static_options(self, group: dict) -> tuple:
+        """The group options that change the structure of the update, as a hashable tuple: ``update``
+        gets it as ``static`` (plain Python values, so ``if static[0]:`` works) and each distinct tuple
+        compiles its own kernel. Numbers that only scale the update belong in :attr:`hyperparameters`.
+
+        Example:
+            >>> import fgraph as fg
+            >>> opt = fg.optim.SGD(fg.nn.Linear(2, 1).parameters(), lr=0.1, momentum=0.9)
+            >>> opt.static_options(opt.param_groups[0])  # momentum, weight decay, nesterov, maximize
+            (True, False, False, False)
+        """
         return ()
 
-    def _init_state(self, param: Tensor, group: dict) -> dict:
-        """A parameter's state before its first update (arrays; ``None`` for absent buffers; ``{}``: none kept)."""
+    def init_state(self, param: Tensor, group: dict) -> dict:
+        """A parameter's state before its first update: ``{name: jax.Array}`` (``None`` for a buffer made
+        at the first step; ``{}``: no state kept). The names are the state dict's keys.
+
+        Example:
+            >>> import fgraph as fg
+            >>> opt = fg.optim.Adam(fg.nn.Linear(2, 1).parameters())
+            >>> sorted(opt.init_state(opt.param_groups[0]["params"][0], opt.param_groups[0]))
+            ['exp_avg', 'exp_avg_sq', 'step']
+        """
         return {}
 
     @staticmethod
-    def _update(flags: tuple, hyper: dict, params: list, grads: list, states: list) -> tuple[list, list]:
-        raise NotImplementedError
+    def update(static: tuple, hyper: dict, params: list, grads: list, states: list) -> tuple[list, list]:
+        """The update of one parameter group, a pure function of arrays traced into one jitted kernel.
+
+        ``static``: what :meth:`static_options` returned; ``hyper``: ``{name: traced scalar}`` for each
+        name in :attr:`hyperparameters` (a tuple option, like ``betas``, comes as a tuple); ``params``,
+        ``grads`` (cast to each parameter's dtype), ``states``: aligned lists of the parameters that have
+        a gradient. Returns ``(new_params, new_states)``, lists aligned with ``params``. No host round
+        trips inside (``float()``, ``.item()``, Python ``if`` on values): use ``jnp.where``.
+        """
+        raise NotImplementedError(
+            "an Optimizer subclass must define update(static, hyper, params, grads, states) as a staticmethod "
+            "(see docs/optim.md, 'Writing an optimizer')"
+        )
 
     # -- state dict ---------------------------------------------------------------------------------
     def state_dict(self) -> dict:
@@ -328,8 +362,11 @@ class Optimizer:
     def load_state_dict(self, state_dict: Mapping) -> None:
         """Load a state from :meth:`state_dict` (fgraph's, or PyTorch's: values may be torch tensors).
 
-        Groups must match in number and sizes. Floating state is cast to its parameter's
-        dtype (``step`` keeps its own), as PyTorch does; options come from the saved groups.
+        Groups must match in number and sizes; options come from the saved groups. Floating state
+        takes the dtype :meth:`init_state` makes it in (``step`` and scalars such as NAdam's
+        ``mu_product`` float32, buffers the parameter's dtype), so a resumed run continues the
+        uninterrupted one exactly and reuses its kernel; an entry ``init_state`` does not make is
+        cast to the parameter's dtype (``step`` keeps its own), as PyTorch does.
         """
         self._refresh()
         saved_groups = state_dict["param_groups"]
@@ -343,25 +380,58 @@ class Optimizer:
         saved_state = state_dict["state"]
         self.state = {}
         for saved, group in zip(saved_groups, self.param_groups):
+            group.update({k: _group_value(v) for k, v in saved.items() if k != "params"})
+            dtypes: dict = {}  # (shape, dtype) of a parameter -> its state's dtypes
             for index, p in zip(saved["params"], group["params"]):
                 entry = saved_state.get(index, saved_state.get(str(index)))
                 if entry is not None:
-                    self.state[p] = {k: _state_value(k, v, p) for k, v in entry.items()}
-            group.update({k: _group_value(v) for k, v in saved.items() if k != "params"})
+                    kind = (tuple(p.shape), p.dtype)
+                    made = dtypes[kind] if kind in dtypes else dtypes.setdefault(kind, self._state_dtypes(p, group))
+                    self.state[p] = {k: _state_value(k, v, p, made.get(k)) for k, v in entry.items()}
+
+    def _state_dtypes(self, param: Tensor, group: dict) -> dict:
+        """``{name: dtype}`` of the state :meth:`init_state` makes for ``param`` (traced, nothing allocated)."""
+        shapes = jax.eval_shape(functools.partial(self.init_state, param, group))
+        return {k: v.dtype for k, v in shapes.items() if v is not None}
+
+
+_RENAMED = {"_hyper": "hyperparameters", "_flags": "static_options", "_init_state": "init_state",
+            "_update": "update"}
+
+
+def _check_subclass_interface(cls: type) -> None:
+    """An optimizer written against the old private names, or with ``update`` as a plain method, fails
+    when it is defined, with the fix, not at its first step."""
+    old = [name for name in _RENAMED if name in cls.__dict__]
+    if old:
+        fixes = ", ".join(f"{name} -> {_RENAMED[name]}" for name in old)
+        raise TypeError(f"{cls.__name__}: Optimizer subclasses now define public names; rename {fixes} "
+                        "(see docs/optim.md, 'Writing an optimizer').")
+    update = cls.__dict__.get("update")
+    if update is not None and not isinstance(update, staticmethod):
+        raise TypeError(f"{cls.__name__}.update must be a @staticmethod update(static, hyper, params, grads, "
+                        "states): it is traced into one jitted kernel per group and sees no self; read "
+                        "options through hyperparameters (traced) or static_options(group) (static).")
+    if isinstance(cls.__dict__.get("hyperparameters"), str):
+        raise TypeError(f"{cls.__name__}.hyperparameters must be a tuple of option names, got the string "
+                        f"{cls.__dict__['hyperparameters']!r}; write ({cls.__dict__['hyperparameters']!r},).")
 
 
 def _arrays(state: dict) -> dict:
-    return {k: None if v is None else v.data for k, v in state.items()}
+    return {k: None if v is None else v.array for k, v in state.items()}
 
 
-def _state_value(name: str, value: Any, param: Tensor) -> Any:
+def _state_value(name: str, value: Any, param: Tensor, made: Any = None) -> Any:
     if value is None or isinstance(value, (int, float, bool, str)):
         return value
     if isinstance(value, (list, tuple)):
         return type(value)(_state_value(name, v, param) for v in value)
     array = as_array(value, None, name)
-    if name != "step" and jnp.issubdtype(array.dtype, jnp.floating):
-        array = array.astype(param.dtype)
+    if jnp.issubdtype(array.dtype, jnp.floating):
+        if made is not None and jnp.issubdtype(made, jnp.floating):
+            array = array.astype(made)
+        elif name != "step":
+            array = array.astype(param.dtype)
     return _wrap(array)
 
 
@@ -369,13 +439,16 @@ def _group_value(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
-def check_hyper(value: Any, name: str, cls: str, *, allow_zero: bool = True, below_one: bool = False) -> None:
-    """``value`` must be a finite number >= 0 (> 0 without ``allow_zero``; < 1 with ``below_one``)."""
+def check_hyper(value: Any, name: str, cls: str, *, allow_zero: bool = True, below_one: bool = False,
+                at_most_one: bool = False) -> None:
+    """``value`` must be a number >= 0 (> 0 without ``allow_zero``; < 1 with ``below_one``; <= 1 with
+    ``at_most_one``), not NaN."""
     if isinstance(value, Tensor):
         raise TypeError(f"{cls}: {name} as a Tensor is not supported; pass a Python float.")
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
     ok = ok and (value >= 0 if allow_zero else value > 0) and (not below_one or value < 1)
+    ok = ok and (not at_most_one or value <= 1)
     if not ok:
-        bound = "in [0, 1)" if below_one else ">= 0" if allow_zero else "> 0"
+        bound = "in [0, 1)" if below_one else "in [0, 1]" if at_most_one else ">= 0" if allow_zero else "> 0"
         raise ValueError(f"{cls}: invalid {name} value: {value!r} (expected a number {bound}).")
 

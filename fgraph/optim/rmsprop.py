@@ -23,7 +23,7 @@ class RMSprop(Optimizer):
         ['alpha', 'capturable', 'centered', 'differentiable']
     """
 
-    _hyper = ("lr", "alpha", "eps", "weight_decay", "momentum")
+    hyperparameters = ("lr", "alpha", "eps", "weight_decay", "momentum")
 
     def __init__(self, params: ParamsT, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
                  weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False, capturable: bool = False,
@@ -36,11 +36,11 @@ class RMSprop(Optimizer):
                         differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def _flags(self, group: dict) -> tuple:
+    def static_options(self, group: dict) -> tuple:
         return (group["weight_decay"] != 0, group["momentum"] > 0, bool(group["centered"]), bool(group["maximize"]))
 
-    def _init_state(self, param: Any, group: dict) -> dict:
-        zeros = jnp.zeros_like(param.data)
+    def init_state(self, param: Any, group: dict) -> dict:
+        zeros = jnp.zeros_like(param.array)
         state = {"step": jnp.zeros((), jnp.float32), "square_avg": zeros}
         if group["momentum"] > 0:
             state["momentum_buffer"] = zeros
@@ -49,8 +49,8 @@ class RMSprop(Optimizer):
         return state
 
     @staticmethod
-    def _update(flags: tuple, hyper: dict, params: list, grads: list, states: list) -> tuple[list, list]:
-        decay, use_momentum, centered, maximize = flags
+    def update(static: tuple, hyper: dict, params: list, grads: list, states: list) -> tuple[list, list]:
+        decay, use_momentum, centered, maximize = static
         lr, alpha, eps = hyper["lr"], hyper["alpha"], hyper["eps"]
         new_params, new_states = [], []
         for p, g, state in zip(params, grads, states):

@@ -24,7 +24,7 @@ class SGD(Optimizer):
         [-0.9, 0.9]
     """
 
-    _hyper = ("lr", "momentum", "dampening", "weight_decay")
+    hyperparameters = ("lr", "momentum", "dampening", "weight_decay")
 
     def __init__(self, params: ParamsT, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
                  weight_decay: float = 0.0, nesterov: bool = False, *, maximize: bool = False,
@@ -39,16 +39,16 @@ class SGD(Optimizer):
                         fused=fused)
         super().__init__(params, defaults)
 
-    def _flags(self, group: dict) -> tuple:
+    def static_options(self, group: dict) -> tuple:
         return (group["momentum"] != 0, group["weight_decay"] != 0, bool(group["nesterov"]),
                 bool(group["maximize"]))
 
-    def _init_state(self, param: Any, group: dict) -> dict:
+    def init_state(self, param: Any, group: dict) -> dict:
         return {"momentum_buffer": None} if group["momentum"] != 0 else {}  # torch keeps no state without momentum
 
     @staticmethod
-    def _update(flags: tuple, hyper: dict, params: list, grads: list, states: list) -> tuple[list, list]:
-        use_momentum, decay, nesterov, maximize = flags
+    def update(static: tuple, hyper: dict, params: list, grads: list, states: list) -> tuple[list, list]:
+        use_momentum, decay, nesterov, maximize = static
         new_params, new_states = [], []
         for p, g, state in zip(params, grads, states):
             d = -g if maximize else g
