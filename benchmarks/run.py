@@ -8,9 +8,10 @@ workload of the other scripts here, with their builders and agreement checks:
   Hessian-vector product and the 10,000-node graph (``second_order_and_scale.py``), the first and second differentiation of a fresh
   200-node structure (``fresh_structure.py``), per-sample gradients
   (``per_sample_grads.py``), forward mode against reverse mode (``forward_mode.py``: a tall
-  Jacobian by ``jacfwd`` and ``jacrev``, the forward-over-reverse Hessian-vector product), and
-  the peak memory of the MLP step and of the 10,000-node graph (``memory.py``, one subprocess
-  per workload and peer);
+  Jacobian by ``jacfwd`` and ``jacrev``, the forward-over-reverse Hessian-vector product), the
+  ``DataLoader`` feeding the MLP step (``dataloader.py``: batches/s with 0 workers, worker threads and
+  worker processes, against PyTorch's ``DataLoader``), and the peak memory of the MLP step and of the
+  10,000-node graph (``memory.py``, one subprocess per workload and peer);
 * peers: fgraph eager, fgraph compiled (``fg.compile``), PyTorch eager (when installed),
   ``jax.jit`` of the pure-JAX program and un-jitted ``jax.grad``; "n/a" where a peer does
   not apply or is not installed.
@@ -146,6 +147,12 @@ def forward(quick: bool) -> dict:
     import forward_mode
 
     return forward_mode.measure(quick)  # {"tall": {peer: us}, "hvp": {peer: us}}
+
+
+def dataloader(quick: bool) -> dict:
+    import dataloader as d
+
+    return d.measure(quick)  # {"loader": {name: batches/s}, "training": ..., "step": ..., "start_up": ...}
 
 
 def graph10k(quick: bool) -> dict:
@@ -351,6 +358,10 @@ def report(rows: dict, fresh_raw: dict, quick: bool, command: str, note: Optiona
                    + f"; fgraph eager: that + {(hvp[E] - hvp[SPLIT]) * 1e6:.0f} µs "
                    "(see \"CPU async dispatch\" in `benchmarks/README.md`).")
     out += forward_lines(rows["forward"])
+    if "dataloader" in rows:
+        import dataloader as d
+
+        out.append(d.summary_line(rows["dataloader"]))
     out.append(f"Peak memory: resident-set growth during steady-state steps above the process's baseline "
                f"({', '.join(rows['methods'])}), one subprocess per workload and peer; see `benchmarks/memory.py`.")
     for key in ("mem_device_mlp", "mem_device_graph10k"):
@@ -404,7 +415,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     match_threads()
     rows: dict = {}
     stages = (("chain", chain), ("mlp", mlp), ("cnn", cnn), ("autocast", autocast), ("hvp", hvp), ("forward", forward),
-              ("graph10k", graph10k), ("fresh", fresh), ("per_sample", per_sample), ("memory", memory))
+              ("dataloader", dataloader), ("graph10k", graph10k), ("fresh", fresh), ("per_sample", per_sample),
+              ("memory", memory))
     fresh_raw: dict = {}
     for key, stage in stages:
         wall, cpu = time.perf_counter(), time.process_time() + _children_cpu()

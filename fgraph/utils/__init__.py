@@ -1,4 +1,4 @@
-"""Utilities with PyTorch's ``torch.utils`` names (``fgraph.utils.checkpoint``)."""
-from fgraph.utils import checkpoint
+"""Utilities with PyTorch's ``torch.utils`` names (``fgraph.utils.checkpoint``, ``fgraph.utils.data``)."""
+from fgraph.utils import checkpoint, data
 
-__all__ = ["checkpoint"]
+__all__ = ["checkpoint", "data"]
