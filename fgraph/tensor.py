@@ -77,7 +77,8 @@ class Tensor:
     def __setitem__(self, index: Any, value: Any) -> None:
         raise TypeError(
             "Tensor does not support item assignment (x[...] = v): fgraph tensors are immutable. Make a new "
-            "tensor and rebind the name: x = x.index_put((fg.tensor([i]),), v) (also fg.index_put; "
+            "tensor and rebind the name: x = x.at[idx].set(v) (x = x.at[idx].add(v) for x[idx] += v; also "
+            ".mul, .min, .max), or x = x.index_put((fg.tensor([i]),), v) (also fg.index_put; "
             "accumulate=True for x[...] += v), x = fg.where(mask, v, x) or x = x.masked_fill(mask, v)."
         )
 

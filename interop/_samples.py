@@ -195,6 +195,21 @@ def _index_put_params() -> dict:
     return {"spec": _index_spec(), "accumulate": False}
 
 
+def _indexed_params() -> dict:
+    """``x.at[1:, [2, 0]]`` on a (3, 4) input: a region of shape (2, 2)."""
+    from fgraph.ops.indexing import _ARRAY
+
+    return {"outer": None, "spec": (("slice", 1, None, None), _ARRAY)}
+
+
+def _indexed_ints_first_params() -> dict:
+    """``x.at[1, :, [2, 0]]`` on a (2, 3, 4) input: the int selects first (PyTorch's order), region (3, 2)."""
+    from fgraph.ops.indexing import _ARRAY
+
+    full = ("slice", None, None, None)
+    return {"outer": (1, full, full), "spec": (full, _ARRAY)}
+
+
 def _masked_select_params() -> dict:
     from fgraph.ops.indexing import _ARRAY
 
@@ -309,6 +324,12 @@ SAMPLES: dict[str, Sample] = {
     "index_put": Sample((Arg((3, 4)), Arg((2, 2)), _IDX), _index_put_params),
     "masked_select": Sample((Arg((2, 3)), _MASK_ROWS, _MASK_COLS), _masked_select_params),
     "take": Sample((Arg((3, 4)), np.array([0, 5, 11, 5]))),
+    "indexed_get": Sample((Arg((2, 3, 4)), _IDX), _indexed_ints_first_params),
+    "indexed_set": Sample((Arg((3, 4)), Arg((2, 2)), _IDX), _indexed_params),
+    "indexed_add": Sample((Arg((2, 3, 4)), Arg((3, 1)), _IDX), _indexed_ints_first_params),
+    "indexed_mul": Sample((Arg((3, 4)), Arg((2, 2)), _IDX), _indexed_params),
+    "indexed_min": Sample((Arg((3, 4), "sep"), Arg((2, 2), "sep"), _IDX), _indexed_params),
+    "indexed_max": Sample((Arg((2, 3, 4), "sep"), Arg((3, 2), "sep"), _IDX), _indexed_ints_first_params),
     "gather": Sample((Arg((3, 4)), np.array([[0, 3], [1, 1], [2, 0]])), {"dim": 1}),
     "scatter": Sample((Arg((3, 4)), np.array([[0, 3], [1, 2], [2, 0]]), Arg((3, 2))), {"dim": 1}),
     "scatter_value": Sample((Arg((3, 4)), np.array([[0, 3], [1, 2], [2, 0]]), 0.5), {"dim": 1}),

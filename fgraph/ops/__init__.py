@@ -22,6 +22,7 @@ from fgraph.ops import distances, grids, products  # addmm, cross, cdist, cov, m
 from fgraph.ops import numerics, numerics_reduce, special_more  # numerics and torch.special
 from fgraph.ops import complex_more, linalg_legacy, special_bessel, torch_extras  # torch's remaining top-level names
 from fgraph.ops import spectral  # stft, istft
+from fgraph.ops import indexed_update  # x.at[index].set(v) / .add / .mul / .min / .max
 
 #: The op family modules. Each declares its primitives on import and lists its
 #: public functions in ``__all__`` (exported as ``fgraph.<name>``) and its Tensor
@@ -40,6 +41,7 @@ FAMILIES += (products, distances, grids)
 FAMILIES += (numerics, numerics_reduce, special_more)
 FAMILIES += (complex_more, linalg_legacy, special_bessel, torch_extras)
 FAMILIES += (spectral,)
+FAMILIES += (indexed_update,)
 
 __all__ = ["OpDef", "RuleContext", "apply_op", "declare", "registry", "describe", "FAMILIES"]
 
