@@ -435,3 +435,27 @@ def test_a_mask_with_one_value_per_selected_element_does_not_trace():
     with pytest.raises(CompileError, match=r"x\.at\[index\]\.set: a value of shape \(2,\) has one entry per "
                                             r"element the mask \(shape \(3,\)\) selects, so it cannot be traced"):
         step(fg.tensor([1.0, -1.0, 2.0]))
+
+
+@pytest.mark.parametrize("make_index", [
+    lambda i: (1, slice(None), i),
+    lambda i: (slice(None), 1, i),
+    lambda i: (i, slice(None), -1),
+    lambda i: (1, i, None, 2),
+], ids=["int-slice-array", "slice-int-array", "array-slice-int", "int-array-none-int"])
+def test_getitem_applies_ints_first_as_torch(make_index):
+    """``x[1, :, idx]`` is ``x[1][:, idx]`` in PyTorch (shape (4, 2)), not NumPy's (2, 4); gradients follow."""
+    x = fg.arange(60.0, dtype=fg.float64).reshape(3, 4, 5).requires_grad_()
+    index = make_index(fg.tensor([0, 2]))
+    ints = tuple(s if isinstance(s, int) else slice(None) for s in index if s is not None)
+    rest = tuple(s for s in index if not isinstance(s, int))
+    expected = np.asarray(x.array)[ints][tuple(np.asarray(s.array) if isinstance(s, fg.Tensor) else s for s in rest)]
+    y = x[index]
+    np.testing.assert_array_equal(np.asarray(y.array), expected)
+    (g,) = fg.grad((y * fg.arange(float(y.numel()), dtype=fg.float64).reshape(y.shape)).sum(), [x])
+    torch = pytest.importorskip("torch")
+    xt = torch.arange(60.0, dtype=torch.float64).reshape(3, 4, 5).requires_grad_()
+    yt = xt[make_index(torch.tensor([0, 2]))]
+    assert tuple(yt.shape) == y.shape
+    (yt * torch.arange(float(yt.numel()), dtype=torch.float64).reshape(yt.shape)).sum().backward()
+    np.testing.assert_array_equal(np.asarray(g.array), xt.grad.numpy())

@@ -96,7 +96,7 @@ def _int_or_none(v: Any) -> Any:
 
 
 def _index_array(it: Any, shape: tuple, dim: int, op: str = "index") -> Any:
-    device = it.data if isinstance(it, Tensor) else it
+    device = it.array if isinstance(it, Tensor) else it
     traced = isinstance(device, jax.core.Tracer)
     data = device if traced else np.asarray(device)  # host copy: bounds and masks are checked eagerly
     if not isinstance(device, jax.Array):
@@ -216,7 +216,14 @@ def getitem(input: Tensor, index: Any) -> Tensor:
         ([0.0, 4.0], [3.0, 4.0])
     """
     spec, arrays = _encode(index, input.shape)
-    if input._edge is None or arrays:
+    if arrays:
+        from fgraph.ops._index_update_plan import split_ints  # (imports this module)
+
+        ints, rest = split_ints(spec)
+        if ints is not None:  # PyTorch applies the ints first: x[1, :, idx] is x[1][:, idx], not NumPy's placement
+            input, spec = _index_with_spec(input, ints, ()), rest
+        return _index_with_spec(input, spec, arrays)
+    if input._edge is None:
         return _index_with_spec(input, spec, arrays)
     return _index_with_spec(input, spec, arrays, _basic_index_op(index, spec, input.shape))
 
@@ -456,7 +463,7 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
         )
     shape = _broadcast(op, input, mask) or (1,)
     x = expand(reshape(input, (1,)) if input.ndim == 0 else input, shape)
-    arrays = tuple(jnp.asarray(a) for a in np.nonzero(np.broadcast_to(np.asarray(mask.data), shape)))
+    arrays = tuple(jnp.asarray(a) for a in np.nonzero(np.broadcast_to(np.asarray(mask.array), shape)))
     return apply_op(MASKED_SELECT, (x,) + arrays, MASKED_SELECT.Params((_ARRAY,) * len(shape)))
 
 
