@@ -77,7 +77,7 @@ def fgraph_step(weights: dict, x: np.ndarray, y: np.ndarray, build: Callable, lo
 
     def step():
         run_step(model, opt, tx, ty)
-        block([p.data for p in opt.parameters()])
+        block([p.array for p in opt.parameters()])
 
     return step, lambda: [p.numpy() for p in model.parameters()]
 

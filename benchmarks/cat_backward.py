@@ -47,9 +47,9 @@ def measure_fgraph(n: int, repeats: int) -> dict:
     for _ in range(repeats + 1):
         t0 = time.perf_counter()
         grads = fg.grad(loss, params)
-        grads[-1].data.block_until_ready()
+        grads[-1].array.block_until_ready()
         times.append(time.perf_counter() - t0)
-    np.testing.assert_allclose(np.asarray(grads[7].data), 2 * np.asarray(params[7].data), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(grads[7].array), 2 * np.asarray(params[7].array), rtol=1e-6)
     return {"first": times[0], "steady": statistics.median(times[1:])}
 
 

@@ -50,7 +50,7 @@ def fgraph_tall(data: dict, mode: str) -> Callable[[], object]:
 
     def step():
         j = jac(x)
-        block(j.data)
+        block(j.array)
         return [j]
 
     return step
@@ -87,7 +87,7 @@ def fgraph_hvp_forward(data: dict) -> Callable[[], object]:
 
     def step():
         hv = fg.func.jvp(grad, (x,), (v,))[1]
-        block(hv.data)
+        block(hv.array)
         return [hv]
 
     return step
@@ -102,7 +102,7 @@ def fgraph_hvp_forward_ad(data: dict) -> Callable[[], object]:
             leaf = x.detach().requires_grad_()
             (g,) = fg.grad(hvp_loss(forward_ad.make_dual(leaf, v), w1, w2, fg.tanh), [leaf])
             hv = forward_ad.unpack_dual(g).tangent
-        block(hv.data)
+        block(hv.array)
         return [hv]
 
     return step

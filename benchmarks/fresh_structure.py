@@ -60,7 +60,7 @@ class FgraphEager:
         loss = chain_forward(*self.leaves, fg.sin, fg.tanh, kinds=self.kinds)
         t0 = time.perf_counter()
         grads = fg.grad(loss, self.leaves)
-        block([g.data for g in grads])
+        block([g.array for g in grads])
         self.grad_times.append(time.perf_counter() - t0)
         return grads
 
@@ -76,7 +76,7 @@ def peer_call(peer: str, data: dict, kinds: list) -> Callable[[], object]:
             return fg.grad(chain_forward(x, c, d, fg.sin, fg.tanh, kinds=kinds), [x, c, d])
 
         compiled = fg.compile(grads_of)
-        return lambda: block([g.data for g in compiled(*leaves)])
+        return lambda: block([g.array for g in compiled(*leaves)])
     if peer == "PyTorch eager":
         leaves = [to_torch(data[k], requires_grad=True) for k in ("x", "c", "d")]
         return lambda: torch_done(torch.autograd.grad(chain_forward(*leaves, torch.sin, torch.tanh, kinds=kinds), leaves))

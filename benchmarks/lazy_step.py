@@ -49,7 +49,7 @@ def lazy_step(weights: dict, x: np.ndarray, y: np.ndarray) -> tuple[Callable, Ca
     def step():
         with fg.lazy():
             train_step(model, opt, tx, ty)
-        _block([p.data for p in opt.parameters()])  # resolved LazyArrays: pytrees of their arrays
+        _block([p.array for p in opt.parameters()])  # resolved LazyArrays: pytrees of their arrays
 
     return step, lambda: [p.numpy() for p in model.parameters()]
 
@@ -74,13 +74,13 @@ def per_op_overhead(repeats: int) -> dict:
     samples: dict = {name: [] for name in ("eager op (dispatch + run)", "lazy record", "lazy key + hash",
                                            "lazy flush (key, hash, replay)", "jax.jit of the chain (floor)")}
     for _ in range(3):  # warm-up: kernels, signatures, the replay program
-        _block(_chain(x).data)
-        _block(jitted(x.data))
+        _block(_chain(x).array)
+        _block(jitted(x.array))
         with fg.lazy():
             out = _chain(x)  # kept alive, as in the timed runs: the same structure, so the same program
     for _ in range(repeats):
         t0 = time.perf_counter()
-        _block(_chain(x).data)
+        _block(_chain(x).array)
         samples["eager op (dispatch + run)"].append(time.perf_counter() - t0)
         block = fg.lazy()
         block.__enter__()
@@ -91,9 +91,9 @@ def per_op_overhead(repeats: int) -> dict:
         hash((tuple(rec.records), tuple(rec.ext_kids), tuple(range(len(rec.outs)))))  # what a flush keys on
         t2 = time.perf_counter()
         block.__exit__(None, None, None)
-        _block(out.data.value())
+        _block(out.array.value())
         t3 = time.perf_counter()
-        _block(jitted(x.data))
+        _block(jitted(x.array))
         t4 = time.perf_counter()
         samples["lazy record"].append(t1 - t0)
         samples["lazy key + hash"].append(t2 - t1)

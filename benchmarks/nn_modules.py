@@ -50,7 +50,7 @@ def sequential_step(model: nn.Sequential, x: fg.Tensor, y: fg.Tensor) -> Callabl
     def step():
         loss = F.mse_loss(model(x), y)
         grads = fg.grad(loss, params)
-        block([g.data for g in grads])
+        block([g.array for g in grads])
         return grads
 
     return step
@@ -68,7 +68,7 @@ def raw_step(model: nn.Sequential, x: fg.Tensor, y: fg.Tensor) -> Callable[[], o
                 h = F.relu(h)
         loss = F.mse_loss(h, y)
         grads = fg.grad(loss, params)
-        block([g.data for g in grads])
+        block([g.array for g in grads])
         return grads
 
     return step

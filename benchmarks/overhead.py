@@ -98,7 +98,7 @@ def fgraph_chain(data: dict, compiled: bool = False) -> Callable[[], object]:
 
     def step():
         grads = run_grads(*leaves)
-        block([g.data for g in grads])
+        block([g.array for g in grads])
         return grads
 
     return step
@@ -111,7 +111,7 @@ def fgraph_mlp(data: dict) -> Callable[[], object]:
     def step():
         loss = mlp_forward(params, x, y, fg.relu)
         grads = fg.grad(loss, params)
-        block([g.data for g in grads])
+        block([g.array for g in grads])
         return grads
 
     return step
@@ -179,10 +179,10 @@ def chain_parts(data: dict) -> dict[str, Callable[[], object]]:
         return block(chain_forward(x, c, d, _Bare.sin, _Bare.tanh).array)
 
     def fgraph_no_grad():
-        return block(chain_forward(*plain, fg.sin, fg.tanh).data)
+        return block(chain_forward(*plain, fg.sin, fg.tanh).array)
 
     def fgraph_recording():
-        return block(chain_forward(*leaves, fg.sin, fg.tanh).data)
+        return block(chain_forward(*leaves, fg.sin, fg.tanh).array)
 
     parts = {"jax kernels": jax_kernels, "fgraph no_grad": fgraph_no_grad, "fgraph recording": fgraph_recording}
     if torch is not None:

@@ -56,7 +56,7 @@ def fgraph_vmap(weights: dict, x: np.ndarray, y: np.ndarray, compiled: bool = Fa
 
     def step():
         result["g"] = per_sample(params, tx, ty)
-        block([g.data for g in result["g"].values()])
+        block([g.array for g in result["g"].values()])
 
     return step, lambda: [result["g"][k].numpy() for k in weights]
 
@@ -74,7 +74,7 @@ def fgraph_loop(weights: dict, x: np.ndarray, y: np.ndarray) -> tuple[Callable, 
         for i in range(BATCH):
             loss = F.cross_entropy(model(tx[i:i + 1]), ty[i:i + 1])
             rows.append(fg.grad(loss, params))
-        result["g"] = [jnp.stack([r[j].data for r in rows]) for j in range(len(params))]
+        result["g"] = [jnp.stack([r[j].array for r in rows]) for j in range(len(params))]
         block(result["g"])
 
     return step, lambda: [np.asarray(g) for g in result["g"]][:len(names)]

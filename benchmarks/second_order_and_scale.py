@@ -64,7 +64,7 @@ def fgraph_hvp(data: dict, compiled: bool = False) -> Callable[[], object]:
 
     def step():
         hv = run_product(x, v, w1, w2)
-        block(hv.data)
+        block(hv.array)
         return [hv]
 
     return step
@@ -169,7 +169,7 @@ def fgraph_graph(data: dict) -> Callable[[], object]:
 
     def step():
         grads = fg.grad(long_chain(*leaves, fg.sin, fg.tanh), leaves)
-        block([g.data for g in grads])
+        block([g.array for g in grads])
         return grads
 
     return step

@@ -155,7 +155,7 @@ def as_numpy(values) -> list:
     out = []
     for v in values:
         if isinstance(v, fg.Tensor):
-            v = v.data
+            v = v.array
         elif torch is not None and isinstance(v, torch.Tensor):
             v = torch_numpy(v)
         out.append(np.asarray(v))

@@ -27,7 +27,7 @@ class LogSumExp(fg.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, dim=-1):
-        data = x.data
+        data = x.array
         m = jnp.max(data, axis=dim, keepdims=True)
         out = jnp.squeeze(m, axis=dim) + jnp.log(jnp.sum(jnp.exp(data - m), axis=dim))
         result = fg.tensor(out)
@@ -77,7 +77,7 @@ def main():
     (g,) = fg.grad(y, [x], create_graph=True)
     fd = finite_difference_grad(lambda a: loss_fg(fg.tensor(a)).item(), x0)
     reference = jax.grad(lambda a: jnp.sum(jax_logsumexp(a, axis=1) * weights))(x0)
-    err_fd, err_jax = max_error(g.data, fd), max_error(g.data, reference)
+    err_fd, err_jax = max_error(g.array, fd), max_error(g.array, reference)
     print(f"gradient vs central differences: max |error| = {err_fd:.2e}")
     print(f"gradient vs jax.grad(logsumexp): max |error| = {err_jax:.2e}")
 

@@ -68,7 +68,7 @@ def train(data: _common.Digits, steps: int, seed: int, mesh=None) -> list:
             losses.append(train_step(model, opt, x, y))
             if len(losses) == steps:
                 break
-    placed_on = len(model.head[3].weight.data.devices())
+    placed_on = len(model.head[3].weight.array.devices())
     return [loss.item() for loss in losses], placed_on
 
 

@@ -24,7 +24,7 @@ def show_graph(root, names):
 
 
 def side_by_side(label, ours, theirs):
-    ours = [np.asarray(g.data if isinstance(g, fg.Tensor) else g) for g in ours]
+    ours = [np.asarray(g.array if isinstance(g, fg.Tensor) else g) for g in ours]
     theirs = [np.asarray(g) for g in theirs]
     print(f"  {label}")
     for i, (a, b) in enumerate(zip(ours, theirs)):
@@ -51,7 +51,7 @@ x = fg.tensor([0.5, 0.75], requires_grad=True)
 y = fg.tensor([0.1, 0.9], requires_grad=True)
 z = fg.exp(x * y).sum()
 grads = fg.backward(z, inputs=[x])  # a read-only mapping leaf -> gradient; nothing is stored on x
-print(f"  x in grads: {x in grads}, grads[x] = {np.array2string(np.asarray(grads[x].data), precision=5)}")
+print(f"  x in grads: {x in grads}, grads[x] = {np.array2string(np.asarray(grads[x].array), precision=5)}")
 print(f"  y in grads: {y in grads}  (y was not asked for)")
 assert x in grads and y not in grads
 grads_xy = grads[x]

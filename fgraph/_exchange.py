@@ -46,19 +46,19 @@ def from_dlpack(ext_tensor: Any, *, copy: Optional[bool] = None) -> Tensor:
     return _wrap(jnp.array(array, copy=True) if copy else array)  # JAX may alias even when asked to copy
 
 
-# A Tensor is a pytree node whose one leaf is its array (key ``.data``); the graph is not in the tree, and
+# A Tensor is a pytree node whose one leaf is its array (key ``.array``); the graph is not in the tree, and
 # unflattening makes a plain record of whatever leaf JAX gives (array, tracer, sentinel).
 def _flatten_keyed(t: Tensor) -> tuple:
-    return ((_DATA_KEY, t.data),), None
+    return ((_ARRAY_KEY, t.array),), None
 
 
 def _flatten(t: Tensor) -> tuple:
-    return (t.data,), None
+    return (t.array,), None
 
 
 def _unflatten(aux: None, children: Sequence[Any]) -> Tensor:
     return _wrap(children[0])
 
 
-_DATA_KEY = jax.tree_util.GetAttrKey("data")
+_ARRAY_KEY = jax.tree_util.GetAttrKey("array")
 jax.tree_util.register_pytree_with_keys(Tensor, _flatten_keyed, _unflatten, _flatten)

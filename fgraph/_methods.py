@@ -105,8 +105,8 @@ def is_device(arg: Any) -> bool:
 
 
 def _to_device(t: Tensor, device: Any) -> Tensor:
-    data = put(t.data, device)
-    return t if data is t.data else _rewrap(data, t._edge)
+    data = put(t.array, device)
+    return t if data is t.array else _rewrap(data, t._edge)
 
 
 def _caster(dtype: str):
@@ -119,10 +119,8 @@ def _caster(dtype: str):
 
 
 def _long(self: Tensor) -> Tensor:
-    """Cast to the widest integer type JAX allows (int64 with x64, else int32)."""
-    from fgraph._dtypes import x64_enabled
-
-    return ew.to_dtype(self, "int64" if x64_enabled() else "int32")
+    """Cast to int64 (``x.to(fg.long)``): int32 with JAX's x64 mode off, by the rule of ``docs/dtypes.md``."""
+    return ew.to_dtype(self, "int64")
 
 
 OPERATORS = {

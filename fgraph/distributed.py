@@ -48,7 +48,7 @@ def replicate(obj: Any, mesh: Mesh) -> Any:
     Example:
         >>> import fgraph as fg
         >>> lin = fg.distributed.replicate(fg.nn.Linear(2, 2), fg.distributed.mesh())
-        >>> lin.weight.data.sharding.is_fully_replicated
+        >>> lin.weight.array.sharding.is_fully_replicated
         True
     """
     return place(obj, NamedSharding(mesh, PartitionSpec()))
@@ -95,6 +95,6 @@ def place(obj: Any, sharding: jax.sharding.Sharding) -> Any:
         return obj.to(sharding)
     if isinstance(obj, Optimizer):
         for p, state in obj.state.items():
-            obj.state[p] = {k: None if v is None else _wrap(jax.device_put(v.data, sharding)) for k, v in state.items()}
+            obj.state[p] = {k: None if v is None else _wrap(jax.device_put(v.array, sharding)) for k, v in state.items()}
         return obj
     raise TypeError(f"replicate: expected a Tensor, Module or Optimizer, got {type(obj).__name__}.")

@@ -11,8 +11,9 @@ shadow the builtins only inside the ``fgraph`` namespace, as in ``torch``.)
 Promotion follows ``jax.numpy`` (see ``docs/dtypes.md``): :func:`promote_types`
 is JAX's type lattice, and :func:`result_type` is the dtype an op on those
 operands returns, with Python scalars *weak* (``float16_tensor * 2.0`` stays
-float16). 64-bit dtypes need JAX's x64 mode; asking for one without it raises a
-``TypeError`` that says how to turn it on.
+float16). Without JAX's x64 mode, ``int64``/``long`` is ``int32`` (one
+:class:`DtypeNarrowingWarning` per process) and asking for float64/complex128 raises a
+``TypeError`` that says how to turn x64 on (``docs/dtypes.md``).
 
 Example:
     >>> import fgraph as fg
@@ -31,7 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fgraph._dtypes import default_float_dtype, set_default_float_dtype
+from fgraph._dtypes import DtypeNarrowingWarning, default_float_dtype, set_default_float_dtype
 from fgraph.tensor import Tensor
 
 _PyBool, _PyInt, _PyFloat, _PyComplex = bool, int, float, complex  # the builtins, shadowed below
@@ -41,7 +42,7 @@ __all__ = [
     "int8", "int16", "short", "int32", "int", "int64", "long", "uint8", "bool", "bool_",
     "complex64", "cfloat", "complex128", "cdouble",
     "promote_types", "result_type", "can_cast", "get_default_dtype", "set_default_dtype",
-    "finfo", "iinfo", "is_floating_point", "is_complex",
+    "finfo", "iinfo", "is_floating_point", "is_complex", "DtypeNarrowingWarning",
 ]
 
 
@@ -88,7 +89,7 @@ def result_type(*operands: Any) -> np.dtype:
     args = []
     for a in operands:
         if isinstance(a, Tensor):
-            args.append(a.data)
+            args.append(a.array)
         elif isinstance(a, (_PyBool, _PyInt, _PyFloat, _PyComplex, np.ndarray, np.generic, jax.Array)):
             args.append(a)
         else:

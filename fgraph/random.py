@@ -35,7 +35,7 @@ Example:
     >>> key = jax.random.key(42)
     >>> fg.randn(2, key=key).tolist() == fg.randn(2, key=key).tolist()
     True
-    >>> jax.jit(lambda k: fg.randn(2, key=k).data)(key).tolist() == fg.randn(2, key=key).tolist()
+    >>> jax.jit(lambda k: fg.randn(2, key=k).array)(key).tolist() == fg.randn(2, key=key).tolist()
     True
 """
 from __future__ import annotations
@@ -243,7 +243,7 @@ def check_key(key: Any, op: str = "random") -> jax.Array:
     """
     from fgraph.tensor import Tensor
 
-    k = key.data if isinstance(key, Tensor) else key
+    k = key.array if isinstance(key, Tensor) else key
     if isinstance(k, np.ndarray):
         k = jnp.asarray(k)
     if isinstance(k, (jax.Array, jax.core.Tracer)):

@@ -21,8 +21,8 @@ gives the same structure back, every array as an fgraph Tensor.
   ``"fgraph"`` metadata: it loads as a flat ``{key: Tensor}`` dict.
 * 64-bit dtypes need JAX's x64 mode. With it off, ``load`` gives float64 and
   complex128 tensors as float32/complex64 (with a warning: precision is lost) and
-  int64/uint64 as int32/uint32 (an error if a value does not fit), which is what
-  JAX does to any 64-bit array.
+  int64/uint64 as int32/uint32 (an error if a value does not fit): fgraph's one rule
+  for 64-bit dtypes without x64 (``docs/dtypes.md``), with its ``DtypeNarrowingWarning``.
 
 Loading never executes anything from the file: the header is JSON and the data
 raw bytes. A pickle (``torch.save``'s zip archive or legacy format) or any other
@@ -60,7 +60,7 @@ import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 
-from fgraph._dtypes import x64_enabled
+from fgraph._dtypes import DtypeNarrowingWarning, warn_narrowing, x64_enabled
 from fgraph.nn.parameter import Parameter, _make_parameter
 from fgraph.tensor import Tensor, _init_leaf, _new_object
 
@@ -184,10 +184,11 @@ class _Writer:
         if isinstance(obj, (list, tuple)):
             kind = "list" if isinstance(obj, list) else "tuple"
             return {kind: [self.encode(v, path + (i,)) for i, v in enumerate(obj)]}
-        hint = " Save module.state_dict() instead." if hasattr(obj, "state_dict") else ""
+        if hasattr(obj, "state_dict") and hasattr(obj, "load_state_dict"):
+            raise TypeError(_whole_object_message(obj, path))
         raise TypeError(
             f"save: cannot store a value of type {type(obj).__name__!r} at {_where(path)}. Checkpoints hold "
-            f"Tensors, JAX/NumPy arrays, dict/list/tuple containers and int, float, bool, str or None.{hint}"
+            f"Tensors, JAX/NumPy arrays, dict/list/tuple containers and int, float, bool, str or None."
         )
 
     def leaf(self, obj: Any, path: tuple) -> dict:
@@ -206,12 +207,25 @@ class _Writer:
         return leaf
 
 
+def _whole_object_message(obj: Any, path: tuple) -> str:
+    """``torch.save(model, path)`` ported as is: fgraph saves state, never pickled objects."""
+    from fgraph.nn.modules.module import Module
+
+    name = "model" if isinstance(obj, Module) else "opt" if hasattr(obj, "param_groups") else "obj"
+    return (
+        f"save: cannot store a whole {type(obj).__name__} (at {_where(path)}): checkpoints hold tensors and plain "
+        "values, never pickled objects, because loading a pickle can run any code. Save its state and load it "
+        f"into one you build again: fg.save({name}.state_dict(), path), then "
+        f"{name}.load_state_dict(fg.load(path)) (in a dict: {{'{name}': {name}.state_dict(), ...}})."
+    )
+
+
 def _host_array(obj: Any, path: tuple) -> tuple[np.ndarray, dict]:
     """The value as a contiguous little-endian NumPy array, and the tags ``load`` needs to rebuild it."""
     tags: dict[str, Any] = {}
     data = obj
     if isinstance(obj, Tensor):
-        data = obj.data
+        data = obj.array
         if obj.requires_grad:
             tags["requires_grad"] = True
         if isinstance(obj, Parameter):
@@ -317,7 +331,7 @@ def _load_from(f: BinaryIO, name: str, device: Any) -> Any:
             f"load: JAX's x64 mode is off, so the 64-bit tensors {narrowed[:5]}{'...' if len(narrowed) > 5 else ''} "
             f"of {name!r} were loaded as 32-bit (precision lost). Enable x64 before loading to keep them: "
             "jax.config.update('jax_enable_x64', True).",
-            UserWarning,
+            DtypeNarrowingWarning,
             stacklevel=3,
         )
     if tree is None:
@@ -451,13 +465,14 @@ def _fit_x64(array: np.ndarray, key: str, narrowed: list, name: str) -> np.ndarr
     narrow = _NARROW.get(array.dtype)
     if narrow is None or x64_enabled():
         return array
-    if array.dtype.kind in "iu" and array.size:
+    if array.dtype.kind in "iu":  # fgraph's rule for int64 without x64 (docs/dtypes.md): int32, values checked
         info = np.iinfo(narrow)
-        if array.min() < info.min or array.max() > info.max:
+        if array.size and (array.min() < info.min or array.max() > info.max):
             raise CheckpointError(
                 f"load: tensor {key!r} of {name!r} is {array.dtype} with values outside {narrow}'s range, and "
                 "JAX's x64 mode is off. Enable it before loading: jax.config.update('jax_enable_x64', True)."
             )
+        warn_narrowing(array.dtype, narrow, "load")
     else:
         narrowed.append(key)
     with np.errstate(over="ignore"):  # float64 beyond float32's range becomes inf; the caller warns
@@ -505,7 +520,7 @@ class _MapFunction:
         if out is None:
             return array
         if isinstance(out, Tensor):
-            return out.data
+            return out.array
         if isinstance(out, jax.Array):
             return out
         if isinstance(out, np.ndarray):

@@ -23,7 +23,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from fgraph._checks import array_ufunc, check_bool, index_of, traced_read
-from fgraph._dtypes import canonical_dtype, default_float_dtype, is_differentiable_dtype
+from fgraph._dtypes import (canonical_dtype, default_float_dtype, host_for_jax, int_overflow, is_differentiable_dtype,
+                            x64_enabled)
 from fgraph.autograd.graph import AccumulateGrad, GradientEdge, Node, RemovableHandle, make_edge
 from fgraph.device import device_of, put as _put
 from fgraph.lazy._array import LazyArray
@@ -47,24 +48,30 @@ _new_object = object.__new__
 class Tensor:
     """An immutable n-dimensional array that can take part in the backward graph.
 
-    Fields: ``data`` (a ``jax.Array``), ``grad_fn`` (the :class:`Node` that made it,
-    ``None`` for leaves), ``output_nr`` (which output of ``grad_fn`` it is).
+    Fields: ``array`` (the raw ``jax.Array``; a JAX tracer while traced), ``grad_fn`` (the
+    :class:`Node` that made it, ``None`` for leaves), ``output_nr`` (which output of ``grad_fn``
+    it is). ``data`` is PyTorch's: a detached Tensor (``x.detach()``), not the array.
     Assigning any attribute raises ``AttributeError``.
 
-    ``Tensor(data, requires_grad=False)`` makes a leaf from an array-like.
+    ``Tensor(data, requires_grad=False)`` makes a leaf, with ``torch.Tensor``'s dtype rule: NumPy arrays,
+    lists and tuples become the default float dtype (``fg.Tensor(np.array([1, 2]))`` is float32, as are
+    float64 arrays), while Tensors, JAX arrays and torch tensors keep theirs. ``Tensor(2, 3)`` (ints) is
+    torch's size form: zeros of that shape. ``fg.tensor(data)`` infers the dtype from the data instead.
     """
 
-    __slots__ = ("data", "grad_fn", "output_nr", "_edge", "__weakref__")
+    __slots__ = ("array", "grad_fn", "output_nr", "_edge", "__weakref__")
     __array_priority__ = 1000
     __array_ufunc__ = array_ufunc  # arr + t gives a Tensor; np.exp(t) on a tensor that requires grad raises
 
-    data: jax.Array
+    array: jax.Array
     grad_fn: Optional[Node]
     output_nr: int
 
-    def __init__(self, data: Any, requires_grad: bool = False) -> None:
-        array = data.data if isinstance(data, Tensor) else _to_array(data, None, "Tensor")
-        _init_leaf(self, array, requires_grad)
+    def __init__(self, *data: Any, requires_grad: bool = False) -> None:
+        if len(data) == 1 and isinstance(data[0], Tensor):
+            _init_leaf(self, data[0].array, requires_grad)
+        else:
+            _init_leaf(self, _constructor_array(data), requires_grad)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"Tensor is immutable: cannot assign '{name}'. " + _ASSIGN_HINTS.get(
@@ -87,6 +94,21 @@ class Tensor:
 
     # -- derived fields ----------------------------------------------------------------
     @property
+    def data(self) -> "Tensor":
+        """PyTorch's ``x.data``: a new leaf with the same values, off the graph (``x.detach()``).
+
+        The raw ``jax.Array`` is ``x.array``.
+
+        Example:
+            >>> import fgraph as fg
+            >>> x = fg.tensor([1.0, 3.0], requires_grad=True)
+            >>> d = (x * 2).data
+            >>> d.tolist(), d.requires_grad, d.grad_fn is None, d.is_leaf
+            ([2.0, 6.0], False, True, True)
+        """
+        return self.detach()
+
+    @property
     def requires_grad(self) -> bool:
         return self._edge is not None
 
@@ -96,52 +118,52 @@ class Tensor:
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return self.data.shape
+        return self.array.shape
 
     def size(self, dim: Optional[int] = None) -> Any:
         return self.shape if dim is None else self.shape[dim]
 
     @property
     def dtype(self) -> np.dtype:
-        return self.data.dtype
+        return self.array.dtype
 
     @property
     def ndim(self) -> int:
-        return self.data.ndim
+        return self.array.ndim
 
     def dim(self) -> int:
-        return self.data.ndim
+        return self.array.ndim
 
     def numel(self) -> int:
-        return int(self.data.size)
+        return int(self.array.size)
 
     @property
     def device(self) -> Any:
         """The :class:`fgraph.device` holding the data (``device(type='cpu')``, ``device(type='cuda', index=0)``;
         the first device of a sharded array; JAX's default device while traced, where the compiler places
-        values). The JAX device itself is ``x.device.jax_device`` (or ``x.data.devices()``)."""
-        return device_of(self.data)
+        values). The JAX device itself is ``x.device.jax_device`` (or ``x.array.devices()``)."""
+        return device_of(self.array)
 
     @property
     def is_cuda(self) -> bool:
         """Whether the data is on a GPU (``x.device.type == 'cuda'``)."""
-        return device_of(self.data).type == "cuda"
+        return device_of(self.array).type == "cuda"
 
     def __len__(self) -> int:
-        if self.data.ndim == 0:
+        if self.array.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
-        return self.data.shape[0]
+        return self.array.shape[0]
 
     def __iter__(self) -> Any:
-        if self.data.ndim == 0:
+        if self.array.ndim == 0:
             raise TypeError("iteration over a 0-d tensor: it has no rows; read its value with t.item().")
-        return (self[i] for i in range(self.data.shape[0]))
+        return (self[i] for i in range(self.array.shape[0]))
 
     # -- leaving the graph -----------------------------------------------------------------
     def detach(self) -> "Tensor":
         """A new leaf with the same data that does not require grad (traced: ``lax.stop_gradient``
         too, so a fused create_graph pass, ``jax.vjp`` of the rules, sees the cut as node by node)."""
-        data = self.data
+        data = self.array
         return _wrap(jax.lax.stop_gradient(data) if isinstance(data, jax.core.Tracer) else data)
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
@@ -155,49 +177,49 @@ class Tensor:
                 "to make a leaf from a computed tensor."
             )
         out = _new_object(Tensor)
-        _init_leaf(out, self.data, requires_grad)
+        _init_leaf(out, self.array, requires_grad)
         return out
 
     def numpy(self) -> np.ndarray:
         """The data as a NumPy array (not available while traced)."""
-        if isinstance(self.data, jax.core.Tracer):
+        if isinstance(self.array, jax.core.Tracer):
             raise traced_read("numpy()")
-        return np.asarray(self.data)
+        return np.asarray(self.array)
 
     def tolist(self) -> Any:
         return self.numpy().tolist()
 
     def item(self) -> Any:
         """The value of a one-element tensor as a Python scalar."""
-        if self.data.size != 1:
-            raise ValueError(f"item(): tensor has {self.data.size} elements, expected 1 (shape {self.shape}).")
-        if isinstance(self.data, jax.core.Tracer):
+        if self.array.size != 1:
+            raise ValueError(f"item(): tensor has {self.array.size} elements, expected 1 (shape {self.shape}).")
+        if isinstance(self.array, jax.core.Tracer):
             raise traced_read("item()")
         return self.numpy().reshape(()).item()
 
     def __jax_array__(self) -> jax.Array:
         """The data, so ``jnp.sin(t)``, ``jnp.asarray(t)`` take a Tensor; the result is an array, off the graph."""
-        return self.data
+        return self.array
 
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
                    copy: Optional[bool] = None) -> Any:
         """Export the data through DLPack (zero-copy where JAX allows); a Tensor that requires grad warns."""
-        if isinstance(self.data, jax.core.Tracer):
+        if isinstance(self.array, jax.core.Tracer):
             raise TypeError("__dlpack__: this tensor is traced (inside jax.jit, vmap or fg.compile) and has no "
                             "buffer to share; export the tensors the traced function returns.")
         if self._edge is not None:
             _warn("__dlpack__: exporting a tensor that requires grad shares its values only; the autograd graph is "
                   "not carried, so gradients will not flow back to it. Export t.detach() to silence this warning.",
                   UserWarning, stacklevel=2)
-        return self.data.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+        return self.array.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
 
     def __dlpack_device__(self) -> tuple:
-        return self.data.__dlpack_device__()
+        return self.array.__dlpack_device__()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        if isinstance(self.data, jax.core.Tracer):
+        if isinstance(self.array, jax.core.Tracer):
             raise traced_read("np.asarray()")
-        arr = np.asarray(self.data)
+        arr = np.asarray(self.array)
         return arr if dtype is None else arr.astype(dtype)
 
     def __float__(self) -> float:
@@ -207,17 +229,17 @@ class Tensor:
         return int(self.item())
 
     def __bool__(self) -> bool:
-        if isinstance(self.data, jax.core.Tracer):
+        if isinstance(self.array, jax.core.Tracer):
             raise traced_read("bool() (an `if` or `while` on a tensor)")
-        if self.data.size != 1:
+        if self.array.size != 1:
             raise RuntimeError(
-                f"bool(): the truth value of a tensor with {self.data.size} elements is ambiguous; "
+                f"bool(): the truth value of a tensor with {self.array.size} elements is ambiguous; "
                 "use .any() or .all()."
             )
         return bool(self.item())
 
     def __index__(self) -> int:
-        index_of(self.data.dtype, self.data.size)
+        index_of(self.array.dtype, self.array.size)
         return int(self.item())
 
     __hash__ = object.__hash__  # identity, so tensors work as dict keys (see Gradients)
@@ -238,7 +260,7 @@ class Tensor:
                 "call .detach() first to copy the values of a computed tensor."
             )
         out = _new_object(type(self))
-        _init_leaf(out, self.data, self._edge is not None)
+        _init_leaf(out, self.array, self._edge is not None)
         memo[id(self)] = out
         return out
 
@@ -280,16 +302,16 @@ class Tensor:
 
     # -- printing ----------------------------------------------------------------------
     def __repr__(self) -> str:
-        if isinstance(self.data, jax.core.Tracer):
-            body = f"Traced<{self.data.aval.str_short()}>"
+        if isinstance(self.array, jax.core.Tracer):
+            body = f"Traced<{self.array.aval.str_short()}>"
         else:
-            host = np.asarray(self.data)
+            host = np.asarray(self.array)
             if host.dtype.kind == "V" or host.dtype.name == "bfloat16":  # ml_dtypes: print via float32
                 host = host.astype(np.float32)
             body = np.array2string(host, separator=", ", prefix="tensor(", precision=4, suppress_small=True)
         extras = []
-        if self.data.dtype not in (np.dtype("float32"), np.dtype("int32"), np.dtype("bool")):
-            extras.append(f"dtype={self.data.dtype}")
+        if self.array.dtype not in (np.dtype("float32"), np.dtype("int32"), np.dtype("bool")):
+            extras.append(f"dtype={self.array.dtype}")
         if self.grad_fn is not None:
             extras.append(f"grad_fn=<{self.grad_fn.name()}>")
         elif self._edge is not None:
@@ -298,7 +320,7 @@ class Tensor:
 
 
 # -- record construction (hot path) ------------------------------------------------------
-_set_data = Tensor.__dict__["data"].__set__
+_set_data = Tensor.__dict__["array"].__set__
 _set_grad_fn = Tensor.__dict__["grad_fn"].__set__
 _set_output_nr = Tensor.__dict__["output_nr"].__set__
 _set_edge = Tensor.__dict__["_edge"].__set__
@@ -359,7 +381,7 @@ def _init_leaf(t: Tensor, data: Any, requires_grad: bool) -> None:
 
 def _to_array(data: Any, dtype: Optional[np.dtype], op: str) -> jax.Array:
     if isinstance(data, Tensor):
-        array = data.data
+        array = data.array
         return array if dtype is None else array.astype(dtype)
     if isinstance(data, (jax.Array, jax.core.Tracer, LazyArray)):  # LazyArray: a value pending in fg.lazy()
         return data if dtype is None else data.astype(dtype)
@@ -370,7 +392,7 @@ def _to_array(data: Any, dtype: Optional[np.dtype], op: str) -> jax.Array:
             _warn(f"{op}: the torch.Tensor requires grad, but its torch graph stays behind: the result is a new "
                   "fgraph leaf. Say which you mean: interop.from_torch(t) (keeps requires_grad) or t.detach().",
                   UserWarning, stacklevel=3)
-        array = _array_from_torch(data)  # keeps torch's dtype (float64, bfloat16...), as for NumPy input
+        array = _array_from_torch(data, op)  # keeps torch's dtype (float64, bfloat16...), as for NumPy input
         return array if dtype is None else array.astype(dtype)
     else:
         try:
@@ -383,7 +405,28 @@ def _to_array(data: Any, dtype: Optional[np.dtype], op: str) -> jax.Array:
         what = "strings" if host.dtype.kind in "US" else "objects"
         raise TypeError(f"{op}: cannot make a tensor from {what} ({type(data).__name__} of {host.dtype}); "
                         "tensors hold numbers: convert first, e.g. [float(s) for s in values].")
+    host_for_jax(host, dtype, op, user_data=isinstance(data, (np.ndarray, np.generic)))  # no silent wrap-around
     return jnp.array(host, dtype=dtype)  # a copy: jnp.asarray may alias a NumPy buffer the caller can still write
+
+
+def _constructor_array(args: tuple) -> Any:
+    """The array of ``Tensor(*args)``, by ``torch.Tensor``'s rules (see the class docstring)."""
+    if args and all(isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_)) for a in args):
+        return jnp.zeros(_shape_arg(args, "Tensor"), default_float_dtype())  # torch's uninitialised memory
+    if len(args) > 1:
+        raise TypeError(f"Tensor: expected one data argument or integer sizes, got {len(args)} arguments "
+                        f"({', '.join(type(a).__name__ for a in args)}); pass requires_grad= by keyword.")
+    data = args[0] if args else []
+    if isinstance(data, (jax.Array, jax.core.Tracer, LazyArray)) or _is_torch_tensor(data):
+        return _to_array(data, None, "Tensor")  # arrays of a framework keep their dtype, as torch.Tensor(tensor)
+    if isinstance(data, (bool, float, complex, np.bool_, np.inexact)):
+        raise TypeError(f"Tensor: data must be a sequence (got {type(data).__name__}), as in torch.Tensor; for a "
+                        f"0-d tensor write fg.tensor({data!r}).")
+    if isinstance(data, np.ndarray) and data.dtype.kind == "c":
+        _warn("Tensor: casting complex values to real discards the imaginary part (as torch.Tensor does); "
+              "use fg.tensor(data) to keep them complex.", UserWarning, stacklevel=3)
+        data = data.real
+    return _to_array(data, default_float_dtype(), "Tensor")
 
 
 def _is_torch_tensor(obj: Any) -> bool:
@@ -407,11 +450,17 @@ def _torch_message(op: str, what: str, obj: Any) -> str:
     )
 
 
-def _array_from_torch(t: Any) -> jax.Array:
+_TORCH_64_BIT = frozenset({"torch.int64", "torch.uint64", "torch.float64", "torch.complex128"})
+
+
+def _array_from_torch(t: Any, op: str = "from_torch") -> jax.Array:
     """A JAX copy of a torch.Tensor's values, through DLPack (torch is not imported here): safe against later
     in-place changes of ``t``. A CPU tensor lands on JAX's default device, like a NumPy array. With JAX's x64
-    mode off, 64-bit dtypes become 32-bit."""
+    mode off, 64-bit dtypes become 32-bit by fgraph's rule (``docs/dtypes.md``: values checked, one warning)."""
     t = t.detach().resolve_conj().resolve_neg()
+    if str(t.dtype) in _TORCH_64_BIT and not x64_enabled():  # JAX's DLPack import would wrap int64 silently
+        host = t.cpu().numpy()
+        return jnp.array(host_for_jax(host, None, op, user_data=True))
     if not t.is_contiguous():
         t = t.contiguous()  # DLPack export to JAX needs compact strides
     if t.device.type != "cpu":
@@ -433,6 +482,7 @@ _ASSIGN_HINTS = {
     "grad_fn": "It is set by the op that made the tensor; x.detach() gives a new leaf.",
 }
 _ASSIGN_HINTS["output_nr"] = _ASSIGN_HINTS["is_leaf"] = _ASSIGN_HINTS["grad_fn"]
+_ASSIGN_HINTS["array"] = _ASSIGN_HINTS["data"]
 
 _GRADIENTS_RETURNED = ("fgraph tensors do not store gradients: backward returns them. Write "
                        "grads = loss.backward(); grads[x]  (or (gx,) = fg.grad(loss, [x])); this works for "
@@ -463,7 +513,8 @@ def _missing_attribute(cls: type, name: str) -> str:
             hint = (f"fgraph tensors are immutable, there are no in-place ops: write x = x.{base}(...)"
                     + (f" (or x = {_OPERATOR_OF[base]})" if base in _OPERATOR_OF else "")
                     + "; the old tensor keeps its value. A module's parameters change by rebinding "
-                    "(opt.step(grads), nn.init.*_, load_state_dict).")
+                    "(opt.step(grads), nn.init.*_, load_state_dict; a hand-written update such as "
+                    "p.data.add_(u) is fgraph.nn.parameter.rebind({p: p.detach() + u})).")
         else:
             hint = "fgraph tensors are immutable: there are no in-place methods (name_); use the out-of-place op."
     return message if hint is None else f"{message}: {hint}"
@@ -471,7 +522,7 @@ def _missing_attribute(cls: type, name: str) -> str:
 
 def _unwrap_nested(data: Any) -> Any:
     if isinstance(data, Tensor):
-        return np.asarray(data.data)
+        return np.asarray(data.array)
     if isinstance(data, (list, tuple)):
         return [_unwrap_nested(d) for d in data]
     return data
@@ -501,8 +552,8 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False, *, device:
 
 def _place(t: Tensor, device: Any) -> Tensor:
     """The new leaf ``t`` with its data on ``device`` (``t`` itself when the data is there already)."""
-    data = _put(t.data, device)
-    if data is t.data:
+    data = _put(t.array, device)
+    if data is t.array:
         return t
     out = _new_object(Tensor)
     _init_leaf(out, data, t._edge is not None)
@@ -512,7 +563,7 @@ def _place(t: Tensor, device: Any) -> Tensor:
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """Return ``data`` unchanged if it is a Tensor of the right dtype, else ``tensor(data, dtype)``; with
     ``device``, on that device (a Tensor of the right dtype moves with ``x.to(device)``, staying on the graph)."""
-    if isinstance(data, Tensor) and (dtype is None or data.dtype == np.dtype(dtype)):
+    if isinstance(data, Tensor) and (dtype is None or data.dtype == canonical_dtype(dtype, "as_tensor")):
         return data if device is None else data.to(device)
     return tensor(data, dtype=dtype, device=device)
 
@@ -573,6 +624,7 @@ def full(shape: Sequence[int], fill_value: Any, dtype: Any = None, requires_grad
         [7.0, 7.0]
     """
     dt = canonical_dtype(dtype, "full")
+    _check_python_ints((fill_value,), dt or _default_int_dtype(), "full")
     if dt is None:
         dt = np.asarray(fill_value).dtype
         dt = default_float_dtype() if dt.kind == "f" else jnp.asarray(fill_value).dtype
@@ -600,8 +652,24 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, requir
     dt = canonical_dtype(dtype, "arange")
     if dt is None and any(isinstance(v, float) for v in (start, end, step)):
         dt = default_float_dtype()
+    _check_python_ints((start, end, step), dt or _default_int_dtype(), "arange")
     t = tensor(jnp.arange(start, end, step, dtype=dt), requires_grad=requires_grad)
     return t if device is None else _place(t, device)
+
+
+def _default_int_dtype() -> np.dtype:
+    """The dtype of tensors made from Python ints: int64, or int32 with JAX's x64 mode off."""
+    return np.dtype("int64") if x64_enabled() else np.dtype("int32")
+
+
+def _check_python_ints(values: tuple, dtype: np.dtype, op: str) -> None:
+    """Python int arguments (fill values, bounds) must fit an integer ``dtype`` rather than wrap around."""
+    if dtype.kind not in "iu":
+        return
+    info = np.iinfo(dtype)
+    for v in values:
+        if isinstance(v, int) and not isinstance(v, bool) and not info.min <= v <= info.max:
+            raise int_overflow(v, dtype, op)
 
 
 def zeros_like(t: Tensor, dtype: Any = None, requires_grad: bool = False, *,
@@ -629,4 +697,4 @@ def full_like(t: Tensor, fill_value: Any, dtype: Any = None, requires_grad: bool
 
 
 def _data(t: Any) -> Any:
-    return t.data if isinstance(t, Tensor) else jnp.asarray(t)
+    return t.array if isinstance(t, Tensor) else jnp.asarray(t)

@@ -81,7 +81,7 @@ def _op(fn: Callable, prefix: str) -> type:
     def forward(ctx: Any, *tensors: Tensor) -> tuple:
         ctx.save_for_backward(*tensors)
         ctx.save_for_forward(*tensors)
-        outs = jitted(*[t.data for t in tensors])
+        outs = jitted(*[t.array for t in tensors])
         ctx.float_out = tuple(j for j, o in enumerate(outs) if _is_float(o.dtype))
         ctx.n_out = len(outs)
         return tuple(_wrap(o) for o in outs)

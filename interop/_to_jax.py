@@ -48,7 +48,7 @@ def _is_array_leaf(x: Any) -> bool:
 
 
 def _as_array(x: Any) -> Any:
-    return x.data if isinstance(x, Tensor) else jnp.asarray(x)
+    return x.array if isinstance(x, Tensor) else jnp.asarray(x)
 
 
 # -- flat fgraph programs --------------------------------------------------------------------------
@@ -140,7 +140,7 @@ def _run(fn: Callable, arrays: tuple, requires_grad: bool) -> tuple:
             outs = fn(*tensors)
     else:
         outs = fn(*tensors)
-    return tuple(o.data for o in outs)
+    return tuple(o.array for o in outs)
 
 
 def _tower(fn: Callable) -> Callable:
@@ -302,7 +302,7 @@ class _Exported:
         arrays = tuple(_as_array(leaves[i]) for i in positions)
         flat = _Flat(self.fn, treedef, leaves, positions, _label(self.fn))
         if self.mode == "trace":
-            outs = tuple(o.data for o in flat(*[_wrap(a) for a in arrays]))
+            outs = tuple(o.array for o in flat(*[_wrap(a) for a in arrays]))
         else:
             outs = _export_vjp(flat)(*arrays)
         return jax.tree_util.tree_unflatten(flat.out_tree, outs)

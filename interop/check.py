@@ -255,7 +255,7 @@ def _split_args(args: tuple) -> tuple[list, tuple, tuple]:
     for i, a in enumerate(args):
         if _is_float_array(a):
             positions.append(i)
-            arrays.append(jnp.asarray(a.data if isinstance(a, Tensor) else a))
+            arrays.append(jnp.asarray(a.array if isinstance(a, Tensor) else a))
             call_args.append(None)
         else:
             call_args.append(a)
@@ -316,7 +316,7 @@ def _fgraph_orders(fn: Callable, call_args: list, positions: tuple, arrays: tupl
                 grads = _fg_grad(target, leaves, create_graph=k < order, allow_unused=True, materialize_grads=True)
             else:  # nothing (left) depends on the inputs: every derivative is zero
                 grads = [Tensor(jnp.zeros_like(a)) for a in arrays]
-            results.append([g.data for g in grads])
+            results.append([g.array for g in grads])
             if k < order:
                 target = _directional(grads, vs)
     return out_dtype, results
@@ -336,7 +336,7 @@ def _fgraph_jvp(fn: Callable, call_args: list, positions: tuple, arrays: tuple, 
 
     only_inputs = functools.partial(_call_with_inputs, fn, call_args, positions)
     _, tangent = jvp(only_inputs, tuple(Tensor(a) for a in arrays), tuple(Tensor(v) for v in vs))
-    return tangent.data
+    return tangent.array
 
 
 def _call_with_inputs(fn: Callable, call_args: list, positions: tuple, *inputs: Tensor) -> Tensor:
@@ -347,7 +347,7 @@ def _call_with_inputs(fn: Callable, call_args: list, positions: tuple, *inputs: 
 def _reference_value(fn: Callable, call_args: list, positions: tuple, *arrays: Any) -> Any:
     """The program as a JAX function: Tensors around tracers that record nothing."""
     out = _check_output(fn(*_fill(call_args, positions, [Tensor(a) for a in arrays])))
-    return out.data
+    return out.array
 
 
 def _inner_product(grad_fn: Callable, vs: tuple, *arrays: Any) -> Any:

@@ -97,7 +97,7 @@ def to_torch(x: Any, *, copy: bool = True, requires_grad: Optional[bool] = None)
     """
     torch = _import_torch("to_torch")
     if isinstance(x, Tensor):
-        data = x.data
+        data = x.array
         if requires_grad is None:
             requires_grad = x.requires_grad
     elif isinstance(x, jax.Array):

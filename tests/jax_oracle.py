@@ -69,7 +69,7 @@ def assert_close(actual, expected, tol: tuple[float, float], what: str) -> None:
 
 
 def _or_zeros(g, x) -> np.ndarray:
-    return np.zeros(x.shape, x.dtype) if g is None else np.asarray(g.data)
+    return np.zeros(x.shape, x.dtype) if g is None else np.asarray(g.array)
 
 
 def _reference(ref_fn: Callable, n: int, mixed: bool, jvp_ref: Optional[Callable]) -> Callable:
@@ -141,7 +141,7 @@ def check_against_jax(
     # -- forward -----------------------------------------------------------------------
     xs = [fg.tensor(a, dtype=a.dtype, requires_grad=True) for a in arrays]
     out = fg_fn(*xs)
-    assert_close(out.data, ref_out, tol, "forward")
+    assert_close(out.array, ref_out, tol, "forward")
     assert out.requires_grad, "the output of a differentiable op on inputs that require grad must require grad"
 
     # -- first derivative of real((f(*xs) * w).sum()) -------------------------------------------

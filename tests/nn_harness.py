@@ -152,7 +152,7 @@ def check_against_reference(case: LayerCase, mode: str) -> None:
     fg.manual_seed(0)
     module = case.make().double().train(mode == "train")
     training = mode == "train"
-    state = {k: v.data for k, v in module.state_dict().items()}
+    state = {k: v.array for k, v in module.state_dict().items()}
     param_names = [n for n, _ in module.named_parameters()]
     rng = np.random.default_rng(0)
     arrays = case.inputs(rng)

@@ -14,7 +14,7 @@ WIDTH, DEPTH, BATCH = 8, 20, 4
 
 
 def _np(t):
-    return np.asarray(t.data)
+    return np.asarray(t.array)
 
 
 def tanh_layer(h, w, b):

@@ -122,7 +122,7 @@ def test_parameters_are_rebound_on_the_module_and_followed_by_the_optimizer():
     assert fg.nn.parameter.current(before) is model[0].weight
     assert opt.param_groups[0]["params"][0] is model[0].weight
     assert set(map(id, opt.state)) == {id(p) for p in model.parameters()}
-    assert not isinstance(model[0].weight.data, fg.nn.parameter.jax.core.Tracer)
+    assert not isinstance(model[0].weight.array, fg.nn.parameter.jax.core.Tracer)
 
 
 def test_returned_gradients_are_keyed_by_the_callers_parameters():

@@ -18,7 +18,7 @@ KEY = jax.random.PRNGKey(0)
 
 
 def _np(t):
-    return np.asarray(t.data)
+    return np.asarray(t.array)
 
 
 @pytest.fixture
@@ -66,7 +66,7 @@ def test_linspace_endpoints_are_kernel_inputs_tensors_and_tracers():
     b = fg.linspace(fg.tensor(2.0), fg.tensor(3.0), 7)  # 0-d tensors, same kernel
     assert len(creation.LINSPACE._kernels) <= before + 1
     np.testing.assert_allclose(_np(b), _np(a) + 2.0, rtol=1e-6)
-    traced = jax.jit(lambda s: fg.linspace(fg.tensor(s), 1.0, 5).data)(0.5)
+    traced = jax.jit(lambda s: fg.linspace(fg.tensor(s), 1.0, 5).array)(0.5)
     np.testing.assert_allclose(np.asarray(traced), np.linspace(0.5, 1.0, 5), rtol=1e-6)
     t = fg.tensor(1.0, requires_grad=True)
     assert not fg.linspace(t, 2.0, 3).requires_grad  # as in PyTorch: not differentiable
@@ -160,7 +160,7 @@ def test_same_key_same_values_eager_and_jitted(draw):
     np.testing.assert_array_equal(_np(a), _np(b))
     typed = jax.random.key(0)
     np.testing.assert_array_equal(_np(draw(key=typed)), _np(draw(key=typed)))
-    jitted = jax.jit(lambda k: draw(key=k).data)(KEY)
+    jitted = jax.jit(lambda k: draw(key=k).array)(KEY)
     np.testing.assert_array_equal(np.asarray(jitted), _np(a))
     other = draw(key=jax.random.PRNGKey(1))
     if draw is not DRAWS[5]:  # 8 fair coins may repeat; every other draw differs with certainty
@@ -169,7 +169,7 @@ def test_same_key_same_values_eager_and_jitted(draw):
 
 def test_vmap_over_a_batch_of_keys():
     keys = jax.random.split(KEY, 3)
-    batched = jax.vmap(lambda k: fg.randn(2, key=k).data)(keys)
+    batched = jax.vmap(lambda k: fg.randn(2, key=k).array)(keys)
     for i in range(3):
         np.testing.assert_array_equal(np.asarray(batched[i]), _np(fg.randn(2, key=keys[i])))
 
@@ -208,7 +208,7 @@ def test_traced_generator_state_is_allowed_and_does_not_leak():
     def step(state):
         gen.set_state(state)
         x = fg.randn(3, generator=gen)
-        return x.data, gen.get_state()
+        return x.array, gen.get_state()
 
     state0 = gen.get_state()
     x, state1 = jax.jit(step)(state0)
@@ -220,7 +220,7 @@ def test_traced_generator_state_is_allowed_and_does_not_leak():
 def test_default_generator_does_not_leak_tracers_when_refused():
     fg.manual_seed(0)
     with pytest.raises(fg.OpError, match="without key="):
-        jax.jit(lambda x: fg.rand(2).data + x)(1.0)
+        jax.jit(lambda x: fg.rand(2).array + x)(1.0)
     assert not isinstance(fg.get_rng_state(), jax.core.Tracer)
     fg.rand(2)  # the default stream still works eagerly
 

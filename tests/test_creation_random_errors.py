@@ -61,7 +61,7 @@ def test_implicit_key_while_traced():
     for draw in (lambda: fg.randn(2), lambda: fg.bernoulli(fg.full((2,), 0.5)),
                  lambda: fg.normal(fg.zeros(2), 1.0), lambda: fg.randint(0, 3, (2,), generator=fg.Generator(1))):
         with pytest.raises(fg.OpError, match=r"inside a JAX trace .*without key=.*Pass key= explicitly"):
-            jax.jit(lambda x, draw=draw: draw().data + x)(1.0)
+            jax.jit(lambda x, draw=draw: draw().array + x)(1.0)
 
 
 def test_bad_seed():

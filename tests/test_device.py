@@ -86,14 +86,14 @@ def test_tensor_device_is_an_fg_device():
     x = fg.ones(2)
     assert isinstance(x.device, fg.device) and x.device == CPU and x.device == "cpu" and x.device.type == "cpu"
     assert not x.is_cuda and x.get_device() == -1
-    assert x.device.jax_device in x.data.devices()
+    assert x.device.jax_device in x.array.devices()
     seen = []
 
     @jax.jit
     def f(a):
         t = fg.tensor(a)
         seen.append(t.device)  # while traced: JAX's default device
-        return (t + fg.arange(2, device=t.device, dtype=fg.float32)).data
+        return (t + fg.arange(2, device=t.device, dtype=fg.float32)).array
 
     assert f(jnp.ones(2)).tolist() == [1.0, 2.0] and seen == [CPU]
 
@@ -166,7 +166,7 @@ def test_creation_functions_take_device(dev):
         t = make(dev)
         assert t.device == CPU, name
         if dev is not None and name != "as_tensor(Tensor)":
-            assert not t.data.committed, f"{name}: the default device needs no device_put"
+            assert not t.array.committed, f"{name}: the default device needs no device_put"
     x = fg.zeros(2, device=dev, requires_grad=True)
     assert x.is_leaf and x.requires_grad and fg.randn(2, device=dev, requires_grad=True).requires_grad
 
@@ -342,7 +342,7 @@ _TWO_DEVICES = textwrap.dedent("""
               lambda: fg.full((2,), 1.0, device=one)]
     for make in makers:
         t = make()
-        assert t.device == one and t.data.devices() == {jax.devices("cpu")[1]}, make
+        assert t.device == one and t.array.devices() == {jax.devices("cpu")[1]}, make
     x = fg.ones(2, requires_grad=True)
     y = x.to(one)
     assert y.device == one and x.device == "cpu" and y.grad_fn is None and y.requires_grad

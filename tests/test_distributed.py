@@ -15,9 +15,9 @@ def test_replicate_and_shard_batch_on_the_devices_there_are():
     mesh = fg.distributed.mesh()
     n = len(jax.devices())
     model = fg.distributed.replicate(fg.nn.Linear(3, 2), mesh)
-    assert model.weight.data.sharding.is_fully_replicated and isinstance(model.weight, fg.nn.Parameter)
+    assert model.weight.array.sharding.is_fully_replicated and isinstance(model.weight, fg.nn.Parameter)
     x = fg.distributed.shard_batch(fg.ones(2 * n, 3), mesh)
-    assert x.data.sharding.spec == fg.distributed.PartitionSpec("data", None)
+    assert x.array.sharding.spec == fg.distributed.PartitionSpec("data", None)
     np.testing.assert_allclose(model(x).numpy(), (fg.ones(2 * n, 3) @ model.weight.mT + model.bias).numpy())
 
 
@@ -36,7 +36,7 @@ def test_tensor_to_a_sharding_keeps_the_graph():
     w = fg.tensor([1.0, 2.0], requires_grad=True)
     sharding = jax.sharding.SingleDeviceSharding(jax.devices()[0])
     moved = (w * 3).to(sharding)
-    assert moved.data.sharding == sharding
+    assert moved.array.sharding == sharding
     np.testing.assert_allclose(fg.grad(moved.sum(), [w])[0].numpy(), [3.0, 3.0])
 
 
@@ -70,9 +70,9 @@ def run(mesh):
 
 single, _ = run(None)
 parallel, model = run(fg.distributed.mesh())
-assert len(model[0].weight.data.devices()) == 2, model[0].weight.data.sharding
+assert len(model[0].weight.array.devices()) == 2, model[0].weight.array.sharding
 np.testing.assert_allclose(parallel, single, rtol=1e-5, atol=1e-6)
-print("agree", len(model[0].weight.data.devices()), single.tolist())
+print("agree", len(model[0].weight.array.devices()), single.tolist())
 """
 
 

@@ -90,7 +90,7 @@ def test_sampling_is_reproducible_and_traceable():
 
     def log_lik(loc, key):
         dist = Normal(fg.tensor(loc), 1.0)
-        return dist.log_prob(dist.rsample((4,), key=key)).sum().data
+        return dist.log_prob(dist.rsample((4,), key=key)).sum().array
 
     eager = log_lik(jnp.zeros(2), key)
     np.testing.assert_allclose(jax.jit(log_lik)(jnp.zeros(2), key), eager, rtol=1e-6)

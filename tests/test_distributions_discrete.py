@@ -334,7 +334,7 @@ def test_sampling_is_traceable_and_reproducible():
         probs = fg.tensor(p)
         binomial = Binomial(7, probs)
         out = binomial.sample((N,), key=k1) + Geometric(probs).sample((N,), key=k2)
-        return (out.mean(0) + binomial.entropy()).data
+        return (out.mean(0) + binomial.entropy()).array
 
     p, key = jnp.asarray(PROBS), jax.random.key(16)
     np.testing.assert_allclose(jax.jit(draws)(p, key), draws(p, key), rtol=1e-12)
@@ -345,7 +345,7 @@ def test_sampling_is_traceable_and_reproducible():
     assert d.sample((N,)).tolist() == a.tolist()
 
     def support(c):
-        return Binomial(fg.tensor(c), fg.tensor(PROBS)).enumerate_support().data
+        return Binomial(fg.tensor(c), fg.tensor(PROBS)).enumerate_support().array
 
     with pytest.raises(NotImplementedError, match="pass total_count as a Python int"):
         jax.jit(support)(jnp.asarray(COUNTS))

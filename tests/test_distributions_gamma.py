@@ -232,11 +232,11 @@ def test_pathwise_gradients():
 
 def test_sampling_is_traceable_and_shapes():
     d = Gamma(_pair(1.0, 2.0), 1.0)
-    jitted = jax.jit(lambda k: d.rsample((N,), key=k).data)
+    jitted = jax.jit(lambda k: d.rsample((N,), key=k).array)
     np.testing.assert_array_equal(np.asarray(jitted(jax.random.key(0))),
                                   np.asarray(d.rsample((N,), key=jax.random.key(0))))
     vm = VonMises(_pair(0.0, 1.0), _pair(1.0, 2.0))
-    batched = jax.vmap(lambda k: vm.sample((N,), key=k).data)(jax.random.split(jax.random.key(1), 2))
+    batched = jax.vmap(lambda k: vm.sample((N,), key=k).array)(jax.random.split(jax.random.key(1), 2))
     assert batched.shape == (2, N, 2)
     fg.manual_seed(0)
     a = Dirichlet(fg.ones(2, 2, dtype=fg.float64)).sample((N,))

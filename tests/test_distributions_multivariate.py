@@ -299,7 +299,7 @@ def test_traceable_under_jit():
         d = MultivariateNormal(fg.tensor(loc), scale_tril=fg.tensor(chol(COV)))
         lr = LowRankMultivariateNormal(fg.tensor(loc), fg.tensor(COV_FACTOR), fg.tensor(COV_DIAG))
         x = d.rsample((4,), key=key)
-        return x.data, d.log_prob(x).data, lr.log_prob(x).data
+        return x.array, d.log_prob(x).array, lr.log_prob(x).array
 
     x, lp, lr_lp = (np.asarray(a) for a in log_lik(jnp.asarray(LOC), jax.random.key(2)))
     assert x.shape == (4, 2, 3)

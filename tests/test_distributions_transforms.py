@@ -63,12 +63,12 @@ def _round_trip(t, how, a):
     """Forward, inverse, both log-dets, and slogdet of jax.jacfwd of the forward map (square part)."""
 
     def forward(b):
-        return square_part(t(fg.tensor(b)), how).data
+        return square_part(t(fg.tensor(b)), how).array
 
     fx = fg.tensor(a)
     y = t(fx)
     _, logdet = jnp.linalg.slogdet(jax.jacfwd(forward)(a))
-    return y.data, t.inv(y).data, t.log_abs_det_jacobian(fx, y).data, t.inv.log_abs_det_jacobian(y, fx).data, logdet
+    return y.array, t.inv(y).array, t.log_abs_det_jacobian(fx, y).array, t.inv.log_abs_det_jacobian(y, fx).array, logdet
 
 
 @pytest.fixture(scope="module")
@@ -191,7 +191,7 @@ def test_transforms_are_traceable():
     def f(a):
         x = fg.tensor(a)
         y = t(x)
-        return t.log_abs_det_jacobian(x, y).data
+        return t.log_abs_det_jacobian(x, y).array
 
     np.testing.assert_allclose(np.asarray(jax.jit(f)(jnp.asarray(X23))), np.asarray(f(jnp.asarray(X23))),
                                rtol=1e-10)
@@ -226,8 +226,8 @@ def registry_results():
             t = biject_to(constraint)
             x = fg.tensor(xs[0])
             y = t(x)
-            bij.append((y.data, t.inv(y).data, t.log_abs_det_jacobian(x, y).data))
-        to = [transform_to(c)(fg.tensor(xs[0] if x is X23 else xs[1])).data for c, x in TRANSFORM_TO_CASES]
+            bij.append((y.array, t.inv(y).array, t.log_abs_det_jacobian(x, y).array))
+        to = [transform_to(c)(fg.tensor(xs[0] if x is X23 else xs[1])).array for c, x in TRANSFORM_TO_CASES]
         return bij, to
 
     return jax.jit(everything)([jnp.asarray(X23), jnp.asarray(SQ)])  # one compiled program for every case

@@ -186,7 +186,7 @@ def test_shapes_expand_and_traceability():
 
     def f(scale, key):
         d = Weibull(fg.tensor(scale), fg.tensor(POS))
-        return d.log_prob(d.rsample((N,), key=key)).sum().data
+        return d.log_prob(d.rsample((N,), key=key)).sum().array
 
     key = jax.random.key(5)
     np.testing.assert_allclose(jax.jit(f)(jnp.asarray(SCALE), key), f(jnp.asarray(SCALE), key), rtol=1e-10)

@@ -25,7 +25,7 @@ ALIASES = {"half": "float16", "float": "float32", "double": "float64", "short": 
 
 
 def _np(t):
-    return np.asarray(t.data)
+    return np.asarray(t.array)
 
 
 def test_dtype_names_and_aliases():

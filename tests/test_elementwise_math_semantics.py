@@ -219,7 +219,7 @@ def _program(a, b):
          + fg.digamma(fg.hypot(x, w)) + fg.erfinv(fg.tanh(x) * 0.5) + fg.frac(x) * fg.floor(w) + x // 0.5)
     gx, gw = fg.grad(y.sum(), [x, w], create_graph=True)
     (hx,) = fg.grad((gx * gx).sum() + gw.sum(), [x])
-    return y.data, gx.data, hx.data
+    return y.array, gx.array, hx.array
 
 
 def test_the_family_traces_under_jit_and_vmap():

@@ -197,7 +197,7 @@ def _work(kind, seed):
         out = (gx * gx).sum()
     if kind != "anomaly":
         grads = fg.backward(out)
-    return (np.asarray(grads[x].data), np.asarray(grads[w].data)), seen
+    return (np.asarray(grads[x].array), np.asarray(grads[w].array)), seen
 
 
 KINDS = ("plain", "no_grad", "set_grad_enabled", "inference_mode", "anomaly", "saved_hooks", "hooks", "checkpoint",

@@ -112,7 +112,7 @@ def test_grad_inside_jax_jit_matches_jax_grad():
         x = fg.tensor(a, requires_grad=True)
         y = (fg.sin(x) * x + fg.exp(x * 0.5)).sum()
         (g,) = fg.grad(y, [x])
-        return g.data
+        return g.array
 
     def f_jax(a):
         return jnp.sum(jnp.sin(a) * a + jnp.exp(a * 0.5))
@@ -127,7 +127,7 @@ def test_second_order_inside_jax_jit():
         x = fg.tensor(a, requires_grad=True)
         (g,) = fg.grad((x * x * x).sum(), [x], create_graph=True)
         (h,) = fg.grad(g.sum(), [x])
-        return h.data
+        return h.array
 
     a = jnp.arange(3.0)
     np.testing.assert_allclose(jax.jit(hvp_fg)(a), 6 * a)

@@ -28,7 +28,7 @@ needs_torch = pytest.mark.skipif(torch is None, reason="torch is the optional or
 
 
 def _np(t):
-    return np.asarray(t.data if isinstance(t, fg.Tensor) else t.detach().numpy())
+    return np.asarray(t.array if isinstance(t, fg.Tensor) else t.detach().numpy())
 
 
 # -- 1. hooks on an AccumulateGrad node ------------------------------------------------------------
@@ -441,7 +441,7 @@ def test_gradcheck_refuses_outputs_that_change_shape_when_perturbed():
     x = fg.tensor([1.0, 2.0], dtype="float64", requires_grad=True)
 
     def branching(a):
-        return a * 2.0 if a.data[0] == 1.0 else (a * 2.0).sum()
+        return a * 2.0 if a.array[0] == 1.0 else (a * 2.0).sum()
 
     for fast in (False, True):
         with pytest.raises(GradcheckError, match="same shape when input 0 is perturbed"):

@@ -92,7 +92,7 @@ def test_a_module_and_its_parameters():
         h = jnp.tanh(x @ w["0.weight"].T + w["0.bias"])
         return h @ w["2.weight"].T + w["2.bias"]
 
-    arrays = {k: np.asarray(v.data) for k, v in w.items()}
+    arrays = {k: np.asarray(v.array) for k, v in w.items()}
     with fwAD.dual_level():
         out = model(fwAD.make_dual(t64(X0), t64(V0)))
         np.testing.assert_allclose(fwAD.unpack_dual(out).tangent.numpy(), jax.jvp(lambda x: ref(x, arrays), (X0,),

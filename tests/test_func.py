@@ -29,7 +29,7 @@ def t64(a, requires_grad=False):
 
 def close(actual, expected, atol=1e-10):
     assert isinstance(actual, fg.Tensor), type(actual)
-    np.testing.assert_allclose(np.asarray(actual.data), np.asarray(expected), rtol=1e-9, atol=atol)
+    np.testing.assert_allclose(np.asarray(actual.array), np.asarray(expected), rtol=1e-9, atol=atol)
 
 
 def close_tree(actual, expected):
@@ -207,9 +207,9 @@ def test_vmap_chunk_size_matches_unchunked():
     want = vmap(lambda t: (fg.exp(t), t.sum()))(x)
     for chunk in (1, 3, 7, 100):
         got = vmap(lambda t: (fg.exp(t), t.sum()), chunk_size=chunk)(x)
-        close(got[0], want[0].data)
-        close(got[1], want[1].data)
-    close(vmap(fg.mul, in_dims=(1, 0), out_dims=1, chunk_size=2)(x.transpose(0, 1), x), (x.data * x.data).T)
+        close(got[0], want[0].array)
+        close(got[1], want[1].array)
+    close(vmap(fg.mul, in_dims=(1, 0), out_dims=1, chunk_size=2)(x.transpose(0, 1), x), (x.array * x.array).T)
 
 
 def test_vmap_randomness_modes():
@@ -289,8 +289,8 @@ def test_functional_call_leaves_the_module_unchanged_and_gives_gradients():
     grads = fg.grad(out.sum(), list(params.values()), allow_unused=True)
     close(grads[-1], [2.0, 2.0])
     assert all(dict(model.named_parameters())[k] is v for k, v in before.items())
-    close(functional_call(model, {"2.bias": t64([1.0, 2.0])}, x), model(x).data + np.array([1.0, 2.0]) -
-          model[2].bias.data)
+    close(functional_call(model, {"2.bias": t64([1.0, 2.0])}, x), model(x).array + np.array([1.0, 2.0]) -
+          model[2].bias.array)
     split = ({"0.weight": params["0.weight"]}, {"2.bias": t64([5.0, 5.0])})
     hidden = np.tanh(np.broadcast_to(model[0].bias.numpy(), (2, 4)))
     close(functional_call(model, split, (x,)), hidden @ model[2].weight.numpy().T + 5.0)
@@ -300,7 +300,7 @@ def test_functional_call_buffers_tied_weights_and_strict():
     bn = nn.BatchNorm1d(2).double().eval()
     x = t64([[1.0, 2.0], [3.0, 5.0]])
     out = functional_call(bn, {"running_mean": t64([1.0, 1.0]), "running_var": t64([4.0, 4.0])}, (x,))
-    close(out, (x.data - 1.0) / np.sqrt(4.0 + bn.eps))
+    close(out, (x.array - 1.0) / np.sqrt(4.0 + bn.eps))
     assert bn.running_mean.tolist() == [0.0, 0.0]
 
     class Tied(nn.Module):
@@ -315,9 +315,9 @@ def test_functional_call_buffers_tied_weights_and_strict():
 
     m = Tied().double()
     eye2 = t64(2 * np.eye(2))
-    close(functional_call(m, {"a.weight": eye2}, x), 4 * x.data)
-    close(functional_call(m, {"b.weight": eye2}, x), 4 * x.data)
-    close(functional_call(m, {"a.weight": eye2}, x, tie_weights=False), 2 * x.data @ m.a.weight.data.T)
+    close(functional_call(m, {"a.weight": eye2}, x), 4 * x.array)
+    close(functional_call(m, {"b.weight": eye2}, x), 4 * x.array)
+    close(functional_call(m, {"a.weight": eye2}, x, tie_weights=False), 2 * x.array @ m.a.weight.array.T)
     with pytest.raises(ValueError, match="tied"):
         functional_call(m, {"a.weight": eye2, "b.weight": t64(np.eye(2))}, x)
     with pytest.raises(ValueError, match="Missing key\\(s\\): 'bias'"):
@@ -354,7 +354,7 @@ def test_per_sample_gradients_of_an_mlp_equal_a_loop_of_fg_grad():
     assert got["0.weight"].shape == (6, 8, 5)
     with_grad = vmap(grad(lambda p, xi, yi: F.cross_entropy(functional_call(model, p, (xi[None],)), yi[None])),
                      in_dims=(None, 0, 0))(dict(model.named_parameters()), x, y)
-    close(with_grad["2.bias"], got["2.bias"].data)
+    close(with_grad["2.bias"], got["2.bias"].array)
 
 
 def test_per_sample_gradients_of_a_cnn_equal_a_loop_of_fg_grad():
@@ -407,8 +407,8 @@ def test_vmap_runs_one_cached_program_per_structure_and_its_python_every_call():
         got = per_sample(params, x, y)
         for i in range(6):
             want = fg.grad(F.cross_entropy(model(x[i:i + 1]), y[i:i + 1]), list(model.parameters()))
-            close(got["0.weight"][i], want[0].data)
-            close(got["2.bias"][i], want[3].data)
+            close(got["0.weight"][i], want[0].array)
+            close(got["2.bias"][i], want[3].array)
     stats = fg.lazy.stats()
     assert len(runs) == 3
     assert (stats["traces"], stats["hits"]) == (1, 2), stats  # one program compiled, then replayed

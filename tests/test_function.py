@@ -69,7 +69,7 @@ class OnceSquare(Function):
 
 
 def _np(t):
-    return np.asarray(t.data)
+    return np.asarray(t.array)
 
 
 # -- forward/backward basics ----------------------------------------------------------------------
@@ -222,16 +222,16 @@ def test_reentrant_backward_calls_grad():
 class SortWithIndex(Function):
     @staticmethod
     def forward(ctx, x):
-        order = jnp.argsort(x.data)
+        order = jnp.argsort(x.array)
         idx = fg.tensor(order)
         ctx.mark_non_differentiable(idx)
         ctx.order = order
-        return fg.tensor(x.data[order]), idx
+        return fg.tensor(x.array[order]), idx
 
     @staticmethod
     def backward(ctx, g_sorted, g_idx):
         ctx.seen = (g_sorted, g_idx)
-        return fg.tensor(jnp.zeros_like(g_sorted.data).at[ctx.order].set(g_sorted.data))
+        return fg.tensor(jnp.zeros_like(g_sorted.array).at[ctx.order].set(g_sorted.array))
 
 
 def test_mark_non_differentiable_and_materialized_zeros():
@@ -394,7 +394,7 @@ def test_backward_returning_a_non_tensor_and_forward_returning_a_jax_array():
     class ReturnsArray(Function):
         @staticmethod
         def forward(ctx, x):
-            return x.data * 2
+            return x.array * 2
 
         @staticmethod
         def backward(ctx, g):

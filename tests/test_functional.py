@@ -31,7 +31,7 @@ def vec(n):
 
 
 def close(actual, expected, atol=1e-10):
-    np.testing.assert_allclose(np.asarray(actual.data), np.asarray(expected), rtol=1e-9, atol=atol)
+    np.testing.assert_allclose(np.asarray(actual.array), np.asarray(expected), rtol=1e-9, atol=atol)
 
 
 def close_tree(actual, expected):
@@ -133,7 +133,7 @@ def test_jacobian_vectorize_equals_loop_and_shapes():
     for i in range(3):
         for j in range(2):
             assert loop[i][j].shape == vec_[i][j].shape == shapes[i][j]
-            np.testing.assert_allclose(np.asarray(loop[i][j].data), np.asarray(vec_[i][j].data), rtol=1e-12)
+            np.testing.assert_allclose(np.asarray(loop[i][j].array), np.asarray(vec_[i][j].array), rtol=1e-12)
 
 
 def test_return_structure_follows_tuples():
@@ -321,5 +321,5 @@ def test_hessian_matches_torch():
     actual = F.hessian(fg_scalar2, (t64(xs), t64(ys)))
     for i in range(2):
         for j in range(2):
-            np.testing.assert_allclose(np.asarray(actual[i][j].data), expected[i][j].numpy(), rtol=1e-10,
+            np.testing.assert_allclose(np.asarray(actual[i][j].array), expected[i][j].numpy(), rtol=1e-10,
                                        atol=1e-12)

@@ -141,7 +141,7 @@ def test_the_cache_is_bounded_and_least_recently_used_goes_first(fresh_fusion):
 def _grads_of(xa):
     x = fg.Tensor(xa, requires_grad=True)
     (g,) = fg.grad((fg.sin(x) * x).sum(), [x])
-    return g.data
+    return g.array
 
 
 def test_no_background_compile_under_jax_tracing(fresh_fusion):

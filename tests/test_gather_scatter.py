@@ -109,7 +109,7 @@ def test_forward_and_backward_trace_under_jit():
         x, src = fg.Tensor(x, requires_grad=True), fg.Tensor(src, requires_grad=True)
         y = fg.scatter_reduce(x, 0, fg.Tensor(index), src, "amax").gather(0, fg.Tensor(index)).sum()
         gx, gsrc = fg.grad(y, [x, src])
-        return gx.data, gsrc.data
+        return gx.array, gsrc.array
 
     x, src, index = jnp.array([1.0, 4.0]), jnp.array([2.0, 3.0, 5.0]), jnp.array([0, 0, 1])
     gx, gsrc = jax.jit(step)(x, src, index)

@@ -199,21 +199,21 @@ MASK = np.array([[True, False, True, False]] * 3)
 def test_boolean_mask_indexing_under_jit():
     with pytest.raises(OpError, match=r"index: boolean-mask indexing has a data-dependent shape and cannot be traced"
                                       r".*fg.where"):
-        jax.jit(lambda x, m: fg.Tensor(x)[fg.Tensor(m)].data)(X.data, MASK)
+        jax.jit(lambda x, m: fg.Tensor(x)[fg.Tensor(m)].array)(X.array, MASK)
 
 
 def test_boolean_mask_index_put_under_jit():
     with pytest.raises(OpError, match=r"index_put: boolean-mask indexing has a data-dependent shape"):
-        jax.jit(lambda x, m: fg.index_put(fg.Tensor(x), (fg.Tensor(m),), fg.tensor(0.0)).data)(X.data, MASK)
+        jax.jit(lambda x, m: fg.index_put(fg.Tensor(x), (fg.Tensor(m),), fg.tensor(0.0)).array)(X.array, MASK)
 
 
 def test_masked_select_under_jit():
     with pytest.raises(OpError, match=r"masked_select: the output's size depends on the values of the mask "
                                       r"\(shape \(3, 4\)\), so it cannot be traced .*fg.where"):
-        jax.jit(lambda x, m: fg.masked_select(fg.Tensor(x), fg.Tensor(m)).data)(X.data, MASK)
+        jax.jit(lambda x, m: fg.masked_select(fg.Tensor(x), fg.Tensor(m)).array)(X.array, MASK)
 
 
 def test_bounds_are_not_checked_under_jit():
     """Under tracing the values are unknown: no host round trip, no error (JAX clamps the gather)."""
-    out = jax.jit(lambda x, i: fg.gather(fg.Tensor(x), 1, fg.Tensor(i)).data)(X.data, jnp.array([[1], [2], [3]]))
+    out = jax.jit(lambda x, i: fg.gather(fg.Tensor(x), 1, fg.Tensor(i)).array)(X.array, jnp.array([[1], [2], [3]]))
     assert out.tolist() == [[1.0], [6.0], [11.0]]

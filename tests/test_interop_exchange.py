@@ -52,7 +52,7 @@ def test_numpy_and_jax_round_trips_keep_values_and_dtypes(dtype):
         _same(np.asarray(t), a)
         j = jnp.asarray(a)
         from_jax = fg.tensor(j)
-        assert from_jax.data is j or from_jax.data.dtype == j.dtype
+        assert from_jax.array is j or from_jax.array.dtype == j.dtype
         _same(jnp.asarray(from_jax), a)  # __jax_array__
         assert isinstance(jnp.asarray(from_jax), jax.Array)
 
@@ -84,15 +84,15 @@ def test_dlpack_with_jax_both_ways(dtype):
         back = jax.dlpack.from_dlpack(t)
         assert isinstance(back, jax.Array)
         _same(back, a)
-        assert t.__dlpack_device__() == t.data.__dlpack_device__()
+        assert t.__dlpack_device__() == t.array.__dlpack_device__()
 
 
 def test_dlpack_from_jax_is_zero_copy_and_copy_true_copies():
     a = jnp.arange(1024.0)
     shared = fg.from_dlpack(a)
-    assert shared.data.unsafe_buffer_pointer() == a.unsafe_buffer_pointer()
+    assert shared.array.unsafe_buffer_pointer() == a.unsafe_buffer_pointer()
     copied = fg.from_dlpack(a, copy=True)
-    assert copied.data.unsafe_buffer_pointer() != a.unsafe_buffer_pointer()
+    assert copied.array.unsafe_buffer_pointer() != a.unsafe_buffer_pointer()
     _same(copied.numpy(), np.arange(1024.0))
 
 
@@ -178,7 +178,7 @@ def test_torch_aliasing_rules():
     owned = to_torch(x)
     owned.add_(1.0)
     assert x.tolist() == [0.0, 1.0, 2.0, 3.0]
-    assert to_torch(x, copy=False).data_ptr() == x.data.unsafe_buffer_pointer()  # zero-copy on request
+    assert to_torch(x, copy=False).data_ptr() == x.array.unsafe_buffer_pointer()  # zero-copy on request
     with pytest.raises(TypeError, match="from_dlpack: cannot import a Tensor"):
         fg.from_dlpack(torch.ones(2, requires_grad=True))  # torch refuses to export its graph: detach first
     y = fg.tensor([1.0], requires_grad=True)
@@ -201,7 +201,7 @@ def test_jax_jit_passes_a_tensor_without_graph_into_the_function():
     seen = []
 
     def f(t):
-        seen.append((type(t), t.requires_grad, isinstance(t.data, jax.core.Tracer)))
+        seen.append((type(t), t.requires_grad, isinstance(t.array, jax.core.Tracer)))
         return fg.exp(t), jnp.cos(t)
 
     tensor_out, array_out = jax.jit(f)(x)
@@ -218,8 +218,8 @@ def test_tensor_is_a_pytree_node_whose_leaf_is_its_array():
     y = x * 3
     tree = {"a": y, "b": (x, 5)}
     flat, treedef = jax.tree_util.tree_flatten_with_path(tree)
-    assert [jax.tree_util.keystr(p) for p, _ in flat] == ["['a'].data", "['b'][0].data", "['b'][1]"]
-    assert flat[0][1] is y.data and flat[1][1] is x.data
+    assert [jax.tree_util.keystr(p) for p, _ in flat] == ["['a'].array", "['b'][0].array", "['b'][1]"]
+    assert flat[0][1] is y.array and flat[1][1] is x.array
     rebuilt = jax.tree_util.tree_unflatten(treedef, [leaf for _, leaf in flat])
     for t in (rebuilt["a"], rebuilt["b"][0]):
         assert type(t) is fg.Tensor and t.is_leaf and not t.requires_grad and t.grad_fn is None
@@ -256,7 +256,7 @@ def test_module_flattens_to_named_arrays_with_tied_parameters_once():
     names = [jax.tree_util.keystr(p) for p, _ in flat]
     assert names == [".enc.weight", ".enc.bias", ".dec.weight", ".head.bias", ".count"]
     assert all(isinstance(leaf, jax.Array) for _, leaf in flat)
-    assert flat[0][1] is model.enc.weight.data
+    assert flat[0][1] is model.enc.weight.array
     rebuilt = jax.tree_util.tree_unflatten(treedef, [leaf + 1 for _, leaf in flat])
     assert rebuilt.head.weight is rebuilt.enc.weight and isinstance(rebuilt.enc.weight, nn.Parameter)
     assert rebuilt.enc.weight.requires_grad and not rebuilt.head.bias.requires_grad

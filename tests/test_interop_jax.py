@@ -190,10 +190,10 @@ def test_from_jax_derivatives_up_to_third_order_equal_nested_jax_grad(values):
     r2 = jax.grad(lambda a: r1(a).sum())
     r3 = jax.grad(lambda a: r2(a).sum())
     a = jnp.asarray(values)
-    _close(y.data, ref(a))
-    _close(g1.data, r1(a))
-    _close(g2.data, r2(a))
-    _close(g3.data, r3(a))
+    _close(y.array, ref(a))
+    _close(g1.array, r1(a))
+    _close(g2.array, r2(a))
+    _close(g3.array, r3(a))
 
 
 def ode_step(state, params, dt, n):
@@ -218,14 +218,14 @@ def test_from_jax_pytrees_static_arguments_and_node_name():
     (gpk,) = fg.grad(gk, [p])
 
     def ref(pa, ka):
-        (a, b), e = ode_step({"p": pa, "v": v.data}, {"k": ka}, 0.1, 3)
+        (a, b), e = ode_step({"p": pa, "v": v.array}, {"k": ka}, 0.1, 3)
         return (a * a).sum() + e + b.sum()
 
-    _close(gp.data, jax.grad(ref, 0)(p.data, k.data))
-    _close(gk.data, jax.grad(ref, 1)(p.data, k.data))
-    _close(gpk.data, jax.grad(jax.grad(ref, 1), 0)(p.data, k.data))
+    _close(gp.array, jax.grad(ref, 0)(p.array, k.array))
+    _close(gk.array, jax.grad(ref, 1)(p.array, k.array))
+    _close(gpk.array, jax.grad(jax.grad(ref, 1), 0)(p.array, k.array))
     (p5, _), _ = op({"p": p, "v": v}, {"k": k}, 0.1, 5)  # another static value: another trace
-    _close(p5.data, ode_step({"p": p.data, "v": v.data}, {"k": k.data}, 0.1, 5)[0][0])
+    _close(p5.array, ode_step({"p": p.array, "v": v.array}, {"k": k.array}, 0.1, 5)[0][0])
 
 
 def test_from_jax_node_names():
@@ -257,7 +257,7 @@ def test_from_jax_inside_a_jitted_fgraph_program():
     def grad_of(a):
         x = fg.tensor(a, requires_grad=True)
         (g,) = fg.grad((op(x) ** 2).sum(), [x])
-        return g.data
+        return g.array
 
     a = jnp.array([0.1, -0.4])
     _close(jax.jit(grad_of)(a), jax.grad(lambda b: (jnp.tanh(b) ** 2).sum())(a))
@@ -267,7 +267,7 @@ def test_from_jax_integer_inputs_and_errors():
     take = from_jax(lambda a, i: a[i] * 3.0)
     x = fg.tensor([1.0, 2.0, 3.0], requires_grad=True)
     (g,) = fg.grad(take(x, fg.tensor([2, 2])).sum(), [x])
-    _close(g.data, jnp.array([0.0, 0.0, 6.0]))
+    _close(g.array, jnp.array([0.0, 0.0, 6.0]))
     with pytest.raises(TypeError, match=r"from_jax\(bad\).*returned a str"):
         def bad(a):
             return "no"

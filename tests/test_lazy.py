@@ -77,10 +77,10 @@ def test_reading_a_value_flushes_and_is_right(capsys):
     x = fg.tensor([0.5, -1.5, 2.0], dtype=fg.float64)
     with fg.lazy():
         y = (x.exp() * 3).sum()
-        assert fg.lazy.pending() > 0 and not y.data.resolved
+        assert fg.lazy.pending() > 0 and not y.array.resolved
         assert y.shape == () and y.dtype == np.float64  # shape and dtype without running anything
         print(y)
-        assert fg.lazy.pending() == 0 and y.data.resolved
+        assert fg.lazy.pending() == 0 and y.array.resolved
         z = y * 2
         assert z.item() == pytest.approx(2 * 3 * np.exp([0.5, -1.5, 2.0]).sum(), rel=1e-14)
         w = -z
@@ -105,7 +105,7 @@ def test_shape_change_retraces_same_shapes_replay():
     for batch in (4, 4, 7, 7, 4):
         loss, g = step(batch)
         x = np.arange(batch * 5.0).reshape(batch, 5) / 10
-        ref = jax.grad(lambda w_: jnp.tanh(jnp.asarray(x) @ w_).sum())(w.data)
+        ref = jax.grad(lambda w_: jnp.tanh(jnp.asarray(x) @ w_).sum())(w.array)
         _close(g.numpy(), np.asarray(ref))
     stats = fg.lazy.stats()
     assert stats["traces"] == 1  # only batch 7 is a new structure
@@ -141,13 +141,13 @@ def test_nothing_lazy_left_after_the_block():
     with fg.lazy():
         out = model(x)
         opt.step(out.sum().backward())
-        assert is_lazy(out.data) and not out.data.resolved
+        assert is_lazy(out.array) and not out.array.resolved
     assert not fg.lazy.is_active() and fg.lazy.pending() == 0
     for t in [out, *model.parameters()]:
-        assert not is_lazy(t.data) or t.data.resolved
+        assert not is_lazy(t.array) or t.array.resolved
     # Values made inside work in eager code afterwards, jitted kernels and jnp included.
     _close((out * 2).numpy(), 2 * out.numpy())
-    _close(np.asarray(jax.jit(jnp.sin)(out.data)), np.sin(out.numpy()))
+    _close(np.asarray(jax.jit(jnp.sin)(out.array)), np.sin(out.numpy()))
     _close(model(x).numpy(), x.numpy() @ model.weight.numpy().T + model.bias.numpy())
 
 
@@ -169,7 +169,7 @@ def test_lazy_as_decorator_and_traced_code_inside():
     x = fg.tensor([0.0, 1.0], dtype=fg.float64)
     _close(f(x).item(), 2 * (1 + np.e))
     with fg.lazy():  # jax.jit inside the block: tracers are not recorded, the kernels run in the trace
-        out = jax.jit(lambda d: (fg.tensor(d).exp() * 2).sum().data)(x.data)
+        out = jax.jit(lambda d: (fg.tensor(d).exp() * 2).sum().array)(x.array)
     _close(float(out), 2 * (1 + np.e))
     assert isinstance(LazyArray, type)
 

@@ -242,7 +242,7 @@ def test_linalg_traces_under_jit():
         out = fg.linalg.solve(A, fg.linalg.svdvals(L)).sum() + fg.linalg.slogdet(A).logabsdet
         out = out + fg.einsum("ii->", fg.linalg.inv(A)) + fg.linalg.matrix_norm(A, "nuc")
         (g,) = fg.grad(out, [x])
-        return g.data
+        return g.array
 
     a = np.random.default_rng(0).uniform(-1, 1, (3, 3))
     np.testing.assert_allclose(jax.jit(loss)(a), loss(a), rtol=1e-10)

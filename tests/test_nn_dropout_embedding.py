@@ -79,13 +79,13 @@ def test_dropout_under_jit_needs_a_key():
     x = jnp.ones(16)
 
     def with_key(a, key):
-        return nn.Dropout(0.5)(fg.Tensor(a), key=key).data
+        return nn.Dropout(0.5)(fg.Tensor(a), key=key).array
 
     key = jax.random.PRNGKey(2)
     np.testing.assert_array_equal(jax.jit(with_key)(x, key), with_key(x, key))
 
     def without_key(a):
-        return nn.Dropout1d(0.5)(fg.Tensor(a).reshape(2, 8)).data
+        return nn.Dropout1d(0.5)(fg.Tensor(a).reshape(2, 8)).array
 
     with pytest.raises(fg.OpError, match="without key="):
         jax.jit(without_key)(x)
@@ -139,7 +139,7 @@ def test_embedding_bag_traces_under_jit():
     bag = nn.EmbeddingBag.from_pretrained(fg.tensor(rng.standard_normal((5, 2))), padding_idx=0)
 
     def f(idx, offsets):
-        return bag(fg.Tensor(idx), fg.Tensor(offsets)).data
+        return bag(fg.Tensor(idx), fg.Tensor(offsets)).array
 
     idx, offsets = jnp.asarray([1, 0, 4, 2, 2, 3]), jnp.asarray([0, 2, 2, 3])
     np.testing.assert_allclose(jax.jit(f)(idx, offsets), f(idx, offsets), rtol=1e-12)

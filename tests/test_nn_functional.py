@@ -17,7 +17,7 @@ def test_dropout_is_deterministic_given_the_key():
     c = F.dropout(x, 0.3, key=jax.random.PRNGKey(2))
     assert a.tolist() == b.tolist()
     assert a.tolist() != c.tolist()
-    values = np.asarray(a.data)
+    values = np.asarray(a.array)
     np.testing.assert_allclose(np.unique(values), [0.0, 1 / 0.7], rtol=1e-6)
     assert 0.15 < np.mean(values == 0) < 0.45
 
@@ -46,11 +46,11 @@ def test_dropout_edge_cases_and_gradient():
 
 def test_dropout_traces_with_a_traced_key():
     def f(x, key):
-        return F.dropout(fg.Tensor(x), 0.5, key=key).data
+        return F.dropout(fg.Tensor(x), 0.5, key=key).array
 
     x = jnp.ones(8)
     out = jax.jit(f)(x, jax.random.PRNGKey(5))
-    np.testing.assert_array_equal(out, F.dropout(fg.Tensor(x), 0.5, key=jax.random.PRNGKey(5)).data)
+    np.testing.assert_array_equal(out, F.dropout(fg.Tensor(x), 0.5, key=jax.random.PRNGKey(5)).array)
 
 
 # -- one_hot ---------------------------------------------------------------------------------------------------------
@@ -65,7 +65,7 @@ def test_one_hot_values_dtype_and_no_grad():
 
 
 def test_one_hot_under_jit_with_num_classes():
-    out = jax.jit(lambda a: F.one_hot(fg.Tensor(a), 3).data)(jnp.array([2, 1]))
+    out = jax.jit(lambda a: F.one_hot(fg.Tensor(a), 3).array)(jnp.array([2, 1]))
     assert out.tolist() == [[0, 0, 1], [0, 1, 0]]
 
 
@@ -120,10 +120,10 @@ def test_node_names_follow_pytorch(fn, name):
 # -- tracing and dtypes ----------------------------------------------------------------------------------------------
 def test_losses_trace_under_jit():
     def losses(x, t, p):
-        x, t, p = fg.Tensor(x), fg.Tensor(t), fg.Tensor(p)
+        x, t, p = fg.tensor(x), fg.tensor(t), fg.tensor(p)  # (fg.Tensor(ndarray) is float, as torch.Tensor)
         return (F.cross_entropy(x, t, label_smoothing=0.1) + F.nll_loss(F.log_softmax(x, 1), t)
                 + F.binary_cross_entropy(fg.sigmoid(x), p)
-                + F.embedding(t, x).sum() + F.dropout(x, 0.5, key=jax.random.PRNGKey(0)).sum()).data
+                + F.embedding(t, x).sum() + F.dropout(x, 0.5, key=jax.random.PRNGKey(0)).sum()).array
 
     x = np.random.default_rng(1).normal(size=(3, 3))
     t = np.array([0, 2, 1])
@@ -161,6 +161,6 @@ def test_cached_constants_first_made_under_jit_are_reusable_eagerly(name):
         "adaptive_max_pool1d": lambda x: F.adaptive_max_pool1d(x, 4),
     }[name]
     a = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
-    jitted = jax.jit(lambda arr: call(fg.tensor(arr)).data)(a)
-    eager = call(fg.tensor(a)).data
+    jitted = jax.jit(lambda arr: call(fg.tensor(arr)).array)(a)
+    eager = call(fg.tensor(a)).array
     np.testing.assert_allclose(np.asarray(eager), np.asarray(jitted), rtol=1e-6)

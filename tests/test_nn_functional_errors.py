@@ -136,7 +136,7 @@ def test_one_hot_cannot_infer_classes():
         F.one_hot(fg.tensor(np.zeros(0, np.int32)))
 
     def traced(a):
-        return F.one_hot(fg.Tensor(a)).data
+        return F.one_hot(fg.Tensor(a)).array
 
     with pytest.raises(OpError, match=r"one_hot: num_classes=-1 .* under tracing .* pass num_classes explicitly"):
         jax.jit(traced)(np.array([0, 1]))

@@ -22,11 +22,11 @@ TF = torch.nn.functional
 def test_rrelu_training_slopes_are_uniform_and_are_the_gradient():
     x = fg.tensor(-np.linspace(0.5, 2.0, 4000), requires_grad=True)
     y = F.rrelu(x, 0.1, 0.3, training=True, key=jax.random.PRNGKey(0))
-    slope = np.asarray((y / x).data)
+    slope = np.asarray((y / x).array)
     assert slope.min() >= 0.1 and slope.max() <= 0.3
     assert abs(slope.mean() - 0.2) < 0.005 and abs(slope.var() - 0.2 ** 2 / 12) < 5e-4  # U(0.1, 0.3)
     (g,) = fg.grad(y.sum(), [x])
-    np.testing.assert_allclose(np.asarray(g.data), slope, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(g.array), slope, rtol=1e-6)
     pos = F.rrelu(fg.tensor([1.0, 2.0]), training=True, key=jax.random.PRNGKey(0))
     assert pos.tolist() == [1.0, 2.0]
 
@@ -47,11 +47,11 @@ def test_random_ops_are_reproducible_with_a_key_or_a_seed():
 def test_gumbel_softmax_samples_the_categorical_distribution():
     logits = fg.tensor(np.log([0.1, 0.2, 0.7]))
     y = F.gumbel_softmax(logits.expand(4000, 3), tau=0.5, hard=True, key=jax.random.PRNGKey(0))
-    counts = np.asarray(y.data).sum(0) / 4000
-    assert set(np.unique(np.asarray(y.data))) == {0.0, 1.0}
+    counts = np.asarray(y.array).sum(0) / 4000
+    assert set(np.unique(np.asarray(y.array))) == {0.0, 1.0}
     np.testing.assert_allclose(counts, [0.1, 0.2, 0.7], atol=0.03)
     soft = F.gumbel_softmax(logits.expand(5, 3), tau=2.0, dim=1, key=jax.random.PRNGKey(1))
-    np.testing.assert_allclose(np.asarray(soft.sum(1).data), 1.0, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(soft.sum(1).array), 1.0, rtol=1e-6)
 
 
 def test_gumbel_softmax_hard_passes_the_soft_gradient():
@@ -62,20 +62,20 @@ def test_gumbel_softmax_hard_passes_the_soft_gradient():
     w = fg.tensor([[1.0, 2.0, -3.0]])
     (gh,) = fg.grad((hard * w).sum(), [x])
     (gs,) = fg.grad((soft * w).sum(), [x])
-    np.testing.assert_allclose(np.asarray(gh.data), np.asarray(gs.data), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(gh.array), np.asarray(gs.array), rtol=1e-6)
 
 
 @pytest.mark.parametrize("feature", [False, True])
 def test_alpha_dropout_keeps_mean_and_variance(feature):
     x = fg.randn(200, 100, key=jax.random.PRNGKey(0))
     fn = F.feature_alpha_dropout if feature else F.alpha_dropout
-    y = np.asarray(fn(x, 0.3, training=True, key=jax.random.PRNGKey(1)).data)
+    y = np.asarray(fn(x, 0.3, training=True, key=jax.random.PRNGKey(1)).array)
     assert abs(y.mean()) < 0.05 and abs(y.std() - 1) < 0.05
     dropped = -1.7580993408473766 * (1 / np.sqrt((1.7580993408473766 ** 2 * 0.3 + 1) * 0.7)) * 0.7
     frac = np.isclose(y, dropped).mean()
     assert abs(frac - 0.3) < 0.03
     if feature:  # one draw per (n, c) channel of an (N, C, L) input
-        y3 = np.asarray(fn(fg.ones(4, 6, 5), 0.5, training=True, key=jax.random.PRNGKey(2)).data).reshape(24, 5)
+        y3 = np.asarray(fn(fg.ones(4, 6, 5), 0.5, training=True, key=jax.random.PRNGKey(2)).array).reshape(24, 5)
         assert (y3 == y3[:, :1]).all() and len(np.unique(y3)) == 2
     assert fn(x, 0.3).tolist() == x.tolist()  # eval (training=False is the default, as in PyTorch)
     assert F.alpha_dropout(x, 1.0, training=True).abs().sum().item() == 0.0
@@ -84,7 +84,7 @@ def test_alpha_dropout_keeps_mean_and_variance(feature):
 def test_random_ops_refuse_a_generator_under_jit():
     @jax.jit
     def f(a):
-        return F.rrelu(fg.tensor(a), training=True).data
+        return F.rrelu(fg.tensor(a), training=True).array
 
     with pytest.raises(fg.OpError, match="key="):
         f(np.ones(3))
@@ -101,10 +101,10 @@ def _ctc_pair(z, targets, il, tl, normalise=True, **kw):
     lp, tlp = (F.log_softmax(x, -1), TF.log_softmax(tx, -1)) if normalise else (x, tx)
     y = F.ctc_loss(lp, fg.tensor(targets), il, tl, **kw)
     ty = TF.ctc_loss(tlp, torch.as_tensor(targets), torch.as_tensor(il), torch.as_tensor(tl), **kw)
-    np.testing.assert_allclose(np.asarray(y.data), ty.detach().numpy(), rtol=1e-10)
+    np.testing.assert_allclose(np.asarray(y.array), ty.detach().numpy(), rtol=1e-10)
     (g,) = fg.grad(y.sum(), [x])
     (tg,) = torch.autograd.grad(ty.sum(), tx)
-    return np.asarray(g.data), tg.numpy()
+    return np.asarray(g.array), tg.numpy()
 
 
 def test_ctc_loss_matches_torch_through_log_softmax():
@@ -171,7 +171,7 @@ def test_modules_match_functionals_and_torch_reprs():
     for mine, theirs in pairs:
         assert repr(mine) == repr(theirs)
         mine.eval(), theirs.eval()
-        np.testing.assert_allclose(np.asarray(mine(fg.tensor(x)).data), theirs(torch.tensor(x)).numpy(), rtol=1e-12)
+        np.testing.assert_allclose(np.asarray(mine(fg.tensor(x)).array), theirs(torch.tensor(x)).numpy(), rtol=1e-12)
     losses = [
         (nn.GaussianNLLLoss(), torch.nn.GaussianNLLLoss(), 3), (nn.PoissonNLLLoss(), torch.nn.PoissonNLLLoss(), 2),
         (nn.SoftMarginLoss(), torch.nn.SoftMarginLoss(), 2), (nn.HingeEmbeddingLoss(), torch.nn.HingeEmbeddingLoss(), 2),

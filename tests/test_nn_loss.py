@@ -407,13 +407,13 @@ def test_losses_are_traceable_under_jit():
     loss_fn = nn.CrossEntropyLoss(fg.tensor(W3), label_smoothing=0.1)
 
     def f(logits, target):
-        return loss_fn(fg.tensor(logits), fg.tensor(target)).data
+        return loss_fn(fg.tensor(logits), fg.tensor(target)).array
 
     np.testing.assert_allclose(jax.jit(f)(x, y), f(x, y), rtol=1e-12)
     cos = nn.CosineEmbeddingLoss(margin=0.1)
 
     def g(a, b, t):
-        return cos(fg.tensor(a), fg.tensor(b), fg.tensor(t)).data
+        return cos(fg.tensor(a), fg.tensor(b), fg.tensor(t)).array
 
     args = (rng.standard_normal((4, 3)), rng.standard_normal((4, 3)), np.array([1, -1, -1, 1]))
     np.testing.assert_allclose(jax.jit(g)(*args), g(*args), rtol=1e-12)

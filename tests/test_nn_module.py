@@ -269,8 +269,8 @@ def test_module_is_a_pytree_of_named_arrays():
     names = [jax.tree_util.keystr(p) for p, _ in leaves_with_path]
     assert names == ["." + n for n, _ in net.named_parameters()] + ["." + n for n, _ in net.named_buffers()]
     leaves = [leaf for _, leaf in leaves_with_path]
-    assert all(type(leaf) is type(net.scale.data) for leaf in leaves)  # arrays, not Tensors
-    assert leaves[0] is net.scale.data
+    assert all(type(leaf) is type(net.scale.array) for leaf in leaves)  # arrays, not Tensors
+    assert leaves[0] is net.scale.array
     doubled = jax.tree_util.tree_unflatten(treedef, [leaf * 2 for leaf in leaves])
     assert doubled is not net and type(doubled) is type(net)
     assert doubled.tied.weight is doubled.embed.weight  # one leaf, still tied
@@ -301,25 +301,25 @@ def test_module_pytree_under_jax_jit_grad_and_vmap():
     model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
     x = fg.tensor(np.linspace(-1.0, 1.0, 15, dtype=np.float32).reshape(5, 3))
     expected = model(x).numpy()
-    np.testing.assert_allclose(jax.jit(lambda m, x: m(x).data)(model, x), expected, rtol=1e-6)
+    np.testing.assert_allclose(jax.jit(lambda m, x: m(x).array)(model, x), expected, rtol=1e-6)
 
     def ref(w1, b1, w2, b2, x):
         return (jax.numpy.tanh(x @ w1.T + b1) @ w2.T + b2).sum()
 
-    params = [p.data for p in model.parameters()]
-    expected_grads = jax.grad(ref, argnums=(0, 1, 2, 3))(*params, x.data)
-    grads = jax.jit(jax.grad(lambda m, x: m(x).sum().data))(model, x)
+    params = [p.array for p in model.parameters()]
+    expected_grads = jax.grad(ref, argnums=(0, 1, 2, 3))(*params, x.array)
+    grads = jax.jit(jax.grad(lambda m, x: m(x).sum().array))(model, x)
     assert type(grads) is nn.Sequential and grads is not model
     for got, want in zip(grads.parameters(), expected_grads):
         np.testing.assert_allclose(got.numpy(), np.asarray(want), rtol=1e-5, atol=1e-6)
-    batched = jax.vmap(lambda m, x: m(x).data, in_axes=(None, 0))(model, fg.stack([x, 2 * x]))
+    batched = jax.vmap(lambda m, x: m(x).array, in_axes=(None, 0))(model, fg.stack([x, 2 * x]))
     np.testing.assert_allclose(batched[1], model(2 * x).numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_copies_made_by_unflattening_share_the_structure_so_a_jitted_loop_traces_once():
     model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
     x = fg.randn(5, 3)
-    grad_fn = jax.jit(jax.grad(lambda m, x: m(x).sum().data))
+    grad_fn = jax.jit(jax.grad(lambda m, x: m(x).sum().array))
     update = jax.jit(lambda m, g: jax.tree_util.tree_map(lambda p, d: p - 0.1 * d, m, g))
     for _ in range(3):
         grads = grad_fn(model, x)

@@ -296,7 +296,7 @@ def test_batchnorm_running_stats_over_steps_then_eval(momentum, node_by_node):
     fg.manual_seed(0)
     module = nn.BatchNorm1d(3, momentum=momentum).double()
     ref = _bn_ref(momentum)
-    state = {k: v.data for k, v in module.state_dict().items()}
+    state = {k: v.array for k, v in module.state_dict().items()}
     rng = np.random.default_rng(3)
     for i, x in enumerate(_steps(rng, (4, 3))):
         module(fg.tensor(x, requires_grad=True))
@@ -336,7 +336,7 @@ def test_batchnorm_steps_and_eval_match_torch(momentum):
 def test_instancenorm_tracked_steps_match_torch_and_reference():
     module = nn.InstanceNorm1d(3, momentum=0.2, track_running_stats=True).double()
     ref = _in_ref(0.2)
-    state = {k: v.data for k, v in module.state_dict().items()}
+    state = {k: v.array for k, v in module.state_dict().items()}
     rng = np.random.default_rng(5)
     xs = _steps(rng, (2, 3, 4))
     for x in xs:
@@ -403,7 +403,7 @@ def test_batchnorm_training_step_traces_under_jit():
     def step(x):
         module = nn.BatchNorm1d(3, momentum=None, dtype=fg.float64)
         y = module(fg.Tensor(x))
-        return y.data, module.running_var.data, module.num_batches_tracked.data
+        return y.array, module.running_var.array, module.num_batches_tracked.array
 
     x = jnp.asarray(np.random.default_rng(7).standard_normal((4, 3)))
     for got, expected in zip(jax.jit(step)(x), step(x)):

@@ -189,7 +189,7 @@ def test_copies_pytrees_and_pickle():
     _close(mapped.parametrizations.weight.original0.numpy(), 2 * layer.parametrizations.weight.original0.numpy())
     keys = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(layer)[0]]
     assert keys == [".bias", ".parametrizations.weight.original0", ".parametrizations.weight.original1"]
-    out = jax.jit(lambda m, x: m(x).data)(layer, fg.tensor(X3))
+    out = jax.jit(lambda m, x: m(x).array)(layer, fg.tensor(X3))
     _close(out, layer(fg.tensor(X3)).numpy())
     P.remove_parametrizations(layer, "weight")                          # the copies keep their property
     _close(mapped.weight.numpy(), 2 * clone.weight.numpy())

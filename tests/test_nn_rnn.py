@@ -337,7 +337,7 @@ def test_forward_and_gradient_under_jax_jit(node_by_node):
         t = fg.tensor(array, requires_grad=True)
         out, h_n = gru(t, key=key)
         (g,) = fg.grad((out * out).sum() + h_n.sum(), [t])
-        return out.data, g.data
+        return out.array, g.array
 
     key = jax.random.PRNGKey(0)
     eager = loss(jnp.asarray(x), key)

@@ -497,9 +497,9 @@ def test_mha_runs_under_jit():
     def program(x, kpm):
         t = fg.tensor(x)
         out, weights = mha(t, t, t, key_padding_mask=fg.tensor(kpm))
-        return out.data, weights.data
+        return out.array, weights.array
 
-    out, weights = jax.jit(program)(x.data, jnp.asarray(kpm))
+    out, weights = jax.jit(program)(x.array, jnp.asarray(kpm))
     eager_out, eager_weights = mha(x, x, x, key_padding_mask=fg.tensor(kpm))
     np.testing.assert_allclose(out, eager_out.numpy(), rtol=1e-12)
     np.testing.assert_allclose(weights, eager_weights.numpy(), rtol=1e-12)

@@ -235,7 +235,7 @@ def test_clipping_is_traceable():
     def step(xs, max_norm):
         clipped, total = utils.clip_grad_norm_([fg.tensor(x) for x in xs], fg.tensor(max_norm))
         valued = utils.clip_grad_value_(clipped, 0.05)
-        return [c.data for c in valued], total.data
+        return [c.array for c in valued], total.array
 
     got, total = jax.jit(step)(arrays, 0.4)
     expected, expected_total = _np_clip(arrays, 0.4, 2.0)
@@ -244,7 +244,7 @@ def test_clipping_is_traceable():
         np.testing.assert_allclose(g, np.clip(e, -0.05, 0.05), rtol=1e-12)
 
     def checked(xs):
-        return utils.clip_grad_norm_([fg.tensor(x) for x in xs], 1.0, error_if_nonfinite=True)[1].data
+        return utils.clip_grad_norm_([fg.tensor(x) for x in xs], 1.0, error_if_nonfinite=True)[1].array
 
     with pytest.raises(RuntimeError, match="error_if_nonfinite=False"):
         jax.jit(checked)(arrays)

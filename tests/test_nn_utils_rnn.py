@@ -139,14 +139,14 @@ def test_packing_under_jax_jit():
         p = pack_padded_sequence(x, LENS, enforce_sorted=False)
         seqs = unpack_sequence(p)
         (g,) = fg.grad((seqs[1] * seqs[1]).sum(), [x])
-        return p.data.data, g.data
+        return p.data.array, g.array
 
     array = np.arange(9.0).reshape(3, 3)
     data, g = jax.jit(f)(array)
     np.testing.assert_array_equal(np.asarray(data), [1.0, 2.0, 0.0, 4.0, 5.0, 7.0, 8.0])
     np.testing.assert_array_equal(np.asarray(g), [[0, 2, 0], [0, 8, 0], [0, 14, 0]])  # d(sum x_1^2) = 2 x_1
     with pytest.raises(TypeError, match="lengths must be known on the host"):
-        jax.jit(lambda a, n: pack_padded_sequence(fg.tensor(a), fg.tensor(n)).data.data)(array, np.array([3, 2, 1]))
+        jax.jit(lambda a, n: pack_padded_sequence(fg.tensor(a), fg.tensor(n)).data.array)(array, np.array([3, 2, 1]))
 
 
 def test_packed_rnn_gradcheck(node_by_node):

@@ -15,7 +15,7 @@ INF, NAN = math.inf, math.nan
 def _grads(fn, *values):
     xs = [fg.tensor(v, dtype=fg.float64, requires_grad=True) for v in values]
     out = fn(*xs)
-    return np.asarray(out.data), [np.asarray(g.data) for g in fg.grad(out.sum(), xs)]
+    return np.asarray(out.array), [np.asarray(g.array) for g in fg.grad(out.sum(), xs)]
 
 
 # (name, fgraph fn, torch fn name, inputs): values and gradients at the special points.
@@ -94,7 +94,7 @@ def test_logcumsumexp_gradient_does_not_overflow():
     x = fg.tensor([1000.0, -1000.0, 999.0], dtype=fg.float64, requires_grad=True)
     (g,) = fg.grad(fg.logcumsumexp(x, 0).sum(), [x])
     ref = jax.grad(lambda a: jax.lax.cumlogsumexp(a).sum())(np.array([1000.0, -1000.0, 999.0]))
-    np.testing.assert_allclose(np.asarray(g.data), ref, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(g.array), ref, rtol=1e-12)
 
 
 def test_bool_results_and_non_differentiable_outputs():

@@ -128,7 +128,7 @@ def check_against_torch(entry, torch_fn, data, tol: tuple = (RTOL, ATOL), dtype:
     # -- forward -------------------------------------------------------------------------------------
     ws = []
     for i, (o, t) in enumerate(zip(fg_out, torch_out)):
-        _close(np.asarray(o.data), _from_torch(t), f"forward (output {i})", tol)
+        _close(np.asarray(o.array), _from_torch(t), f"forward (output {i})", tol)
         ws.append(fixed_random(o.shape, o.dtype, f"w{i}") if o.dtype.kind in "fc" or o.dtype.name == "bfloat16"
                   else None)
 
@@ -144,7 +144,7 @@ def check_against_torch(entry, torch_fn, data, tol: tuple = (RTOL, ATOL), dtype:
     if t_terms:
         t_grads = torch.autograd.grad(sum(t_terms[1:], t_terms[0]), ts, allow_unused=True)
     for i, (g, tg, a) in enumerate(zip(fg_grads, t_grads, arrays)):
-        mine = np.zeros(a.shape, a.dtype) if g is None else np.asarray(g.data)
+        mine = np.zeros(a.shape, a.dtype) if g is None else np.asarray(g.array)
         theirs = np.zeros(a.shape, a.dtype) if tg is None else _from_torch(tg)
         _close(mine, theirs, f"gradient w.r.t. input {i}", tol)
 

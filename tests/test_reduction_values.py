@@ -215,7 +215,7 @@ def test_reductions_trace_under_jit_forward_grad_and_second_order():
              + fg.max(x, 1).values.sum() + fg.amax(x) + fg.min(x) + fg.logsumexp(x, 0).sum() + fg.cumsum(x, 1).sum())
         (g,) = fg.grad(y, [x], create_graph=True)
         (h,) = fg.grad((g * g).sum(), [x])
-        return y.data, g.data, h.data, fg.argmax(x).data, fg.any(x > 4, dim=1).data
+        return y.array, g.array, h.array, fg.argmax(x).array, fg.any(x > 4, dim=1).array
 
     a = jnp.array([[1.0, 0.0, 3.0], [2.0, 5.0, -1.0]])
     eager = program(a)

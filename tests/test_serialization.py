@@ -40,7 +40,7 @@ def _random_bits(dtype, shape, rng):
 
 
 def _bytes(t):
-    return np.asarray(t.data if isinstance(t, fg.Tensor) else t).tobytes()
+    return np.asarray(t.array if isinstance(t, fg.Tensor) else t).tobytes()
 
 
 @pytest.fixture
@@ -69,7 +69,7 @@ def test_files_open_in_safetensors_with_the_state_dict_names(path):
     plain = stnp.load_file(path)
     assert sorted(plain) == sorted(model.state_dict()) == ["0.bias", "0.weight", "2.bias", "2.weight"]
     for key, t in model.state_dict().items():
-        np.testing.assert_array_equal(plain[key], np.asarray(t.data))
+        np.testing.assert_array_equal(plain[key], np.asarray(t.array))
     with safe_open(path, framework="np") as f:
         meta = f.metadata()
     assert meta["format"] == "pt"  # what Hugging Face's loaders ask for
@@ -106,7 +106,7 @@ def test_nested_optimizer_state_keeps_structure_key_types_and_values(path):
     assert type(back["state"]) is dict
     assert back["empty"] == {"d": {}, "l": [], "t": ()} and type(back["empty"]["t"]) is tuple
     assert math.isnan(back["nan"])
-    np.testing.assert_array_equal(np.asarray(back["state"][0]["exp_avg"].data), np.asarray(m.data))
+    np.testing.assert_array_equal(np.asarray(back["state"][0]["exp_avg"].array), np.asarray(m.array))
     assert back["state"][0]["exp_avg"].dtype == np.float64
     assert back["state"][1]["exp_avg"].shape == (0, 2)
     arrays = back["arrays"]

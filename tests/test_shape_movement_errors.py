@@ -66,13 +66,13 @@ def test_repeat_interleave_bad_repeats():
 
 def test_repeat_interleave_tensor_repeats_under_tracing_need_output_size():
     def without_size(x, r):
-        return fg.repeat_interleave(fg.Tensor(x), fg.Tensor(r), 0).data
+        return fg.repeat_interleave(fg.Tensor(x), fg.Tensor(r), 0).array
 
     with pytest.raises(fg.OpError, match=r"output size depends on their values.*pass output_size="):
         jax.jit(without_size)(jnp.ones(3), jnp.array([1, 2, 0]))
 
     def with_size(x, r):
-        return fg.repeat_interleave(fg.Tensor(x), fg.Tensor(r), 0, output_size=3).data
+        return fg.repeat_interleave(fg.Tensor(x), fg.Tensor(r), 0, output_size=3).array
 
     assert jax.jit(with_size)(jnp.arange(3.0), jnp.array([1, 2, 0])).tolist() == [0.0, 1.0, 1.0]
 

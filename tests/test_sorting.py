@@ -16,7 +16,7 @@ NAN = float("nan")
 
 
 def _same(mine, theirs):
-    a, b = np.asarray(mine.data), theirs.detach().numpy()
+    a, b = np.asarray(mine.array), theirs.detach().numpy()
     assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, a.dtype, b.shape, b.dtype)
     np.testing.assert_array_equal(a, b)
 
@@ -29,7 +29,7 @@ def _grad_pair(fg_fn, torch_fn, a):
     w = np.arange(1.0, out.numel() + 1).reshape(out.shape)
     (g,) = fg.grad((out * fg.tensor(w, dtype=fg.float64)).sum(), [x])
     (tg,) = torch.autograd.grad((t_out * torch.tensor(w)).sum(), [t])
-    return np.asarray(g.data), tg.numpy()
+    return np.asarray(g.array), tg.numpy()
 
 
 # -- results, methods, indices -------------------------------------------------------------------------------
@@ -174,7 +174,7 @@ def test_traceable_ops_run_under_jit():
         x = fg.tensor(a, requires_grad=True)
         y = fg.sort(x, 0).values[1:] * 2 + fg.quantile(x, 0.3) + fg.topk(x, 2).values.sum()
         (g,) = fg.grad(y.sum(), [x])
-        return g.data, fg.searchsorted(fg.sort(x).values, x).data
+        return g.array, fg.searchsorted(fg.sort(x).values, x).array
 
     a = np.array([0.5, -1.0, 2.0, 0.25])
     eager = program(a)
@@ -195,7 +195,7 @@ def test_unique_like_torch():
             mine, theirs = (mine, theirs) if isinstance(theirs, tuple) else ((mine,), (theirs,))
             assert len(mine) == len(theirs)
             for m, t in zip(mine, theirs):
-                np.testing.assert_array_equal(np.asarray(m.data), t.numpy())
+                np.testing.assert_array_equal(np.asarray(m.array), t.numpy())
                 assert m.shape == tuple(t.shape)
 
 
@@ -226,7 +226,7 @@ def test_nonzero_argwhere_and_bincount_like_torch():
 @pytest.mark.parametrize("fn", [fg.unique, fg.unique_consecutive, fg.nonzero, fg.argwhere, fg.bincount])
 def test_eager_only_ops_refuse_tracing_clearly(fn):
     def program(a):
-        return fn(fg.tensor(a)).data
+        return fn(fg.tensor(a)).array
 
     with pytest.raises(OpError, match=f"{fn.__name__}: .*runs eagerly only.*jax.jit"):
         jax.jit(program)(np.array([1, 0, 1]))

@@ -55,7 +55,7 @@ def test_indexing_node_names(text):
     (g,) = fg.grad(y.sum(), [x])  # every variant keeps the indexing rule
     expected = np.zeros((3, 4))
     np.add.at(expected, _index(np, text.replace("ns.tensor", "ns.array")), 1.0)
-    np.testing.assert_array_equal(np.asarray(g.data), expected)
+    np.testing.assert_array_equal(np.asarray(g.array), expected)
 
 
 @pytest.mark.parametrize("shapes", sorted(MATMULS, key=repr), ids=repr)
@@ -92,7 +92,7 @@ def test_T_reverses_dims_and_warns_like_torch_off_2d():
     x = fg.arange(24.0).reshape(2, 3, 4)
     with pytest.warns(UserWarning, match="x.T"):
         y = x.T
-    np.testing.assert_array_equal(np.asarray(y.data), np.asarray(x.data).T)
+    np.testing.assert_array_equal(np.asarray(y.array), np.asarray(x.array).T)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert fg.ones(2, 3).T.shape == (3, 2)
@@ -103,7 +103,7 @@ def test_T_reverses_dims_and_warns_like_torch_off_2d():
 
 def test_H_and_mH():
     x = fg.arange(6.0).reshape(2, 3)
-    np.testing.assert_array_equal(np.asarray(x.H.data), np.asarray(x.data).T)
+    np.testing.assert_array_equal(np.asarray(x.H.array), np.asarray(x.array).T)
     b = fg.arange(12.0).reshape(2, 2, 3)
     assert b.mH.shape == (2, 3, 2)
     with pytest.raises(OpError, match="only supported on matrices.*mH"):
@@ -134,7 +134,7 @@ def test_identity_like_methods():
     c = x.clone()
     assert c is not x and c.grad_fn is not None
     (g,) = fg.grad((c * c).sum(), [x])
-    np.testing.assert_array_equal(np.asarray(g.data), 2 * np.ones((2, 3)))
+    np.testing.assert_array_equal(np.asarray(g.array), 2 * np.ones((2, 3)))
 
 
 # -- creation ------------------------------------------------------------------------------------------------------
@@ -163,13 +163,13 @@ def test_scalar_tensor():
 # -- multinomial / poisson ---------------------------------------------------------------------------------------------
 def test_multinomial_frequencies_follow_the_weights():
     w = np.array([1.0, 3.0, 0.0, 4.0])
-    draws = np.asarray(fg.multinomial(fg.tensor(w), 4000, replacement=True, key=jax.random.key(0)).data)
+    draws = np.asarray(fg.multinomial(fg.tensor(w), 4000, replacement=True, key=jax.random.key(0)).array)
     assert draws.shape == (4000,) and draws.dtype == np.int64
     freq = np.bincount(draws, minlength=4) / 4000
     np.testing.assert_allclose(freq, w / w.sum(), atol=0.03)  # ~5 standard deviations
     # without replacement the first draw follows the weights too; rows are independent distributions
     rows = fg.tensor(np.tile(w, (2000, 1)))
-    first = np.asarray(fg.multinomial(rows, 2, key=jax.random.key(1)).data)
+    first = np.asarray(fg.multinomial(rows, 2, key=jax.random.key(1)).array)
     assert first.shape == (2000, 2) and (first[:, 0] != first[:, 1]).all()
     np.testing.assert_allclose(np.bincount(first[:, 0], minlength=4) / 2000, w / w.sum(), atol=0.04)
     assert not (first == 2).any()  # weight zero: drawn only after every positive category
@@ -182,7 +182,7 @@ def test_multinomial_without_replacement_is_a_permutation_and_reproducible():
         assert sorted(row) == [0, 1, 2, 3, 4]
     again = fg.multinomial(fg.ones(2, 5), 5, generator=fg.Generator(3))
     assert again.tolist() == out.tolist()
-    traced = jax.jit(lambda k: fg.multinomial(fg.ones(5), 3, key=k).data)(jax.random.key(4))
+    traced = jax.jit(lambda k: fg.multinomial(fg.ones(5), 3, key=k).array)(jax.random.key(4))
     assert traced.tolist() == fg.multinomial(fg.ones(5), 3, key=jax.random.key(4)).tolist()
     assert fg.ones(3).multinomial(2, key=jax.random.key(0)).shape == (2,)
 
@@ -202,7 +202,7 @@ def test_poisson():
     rates = fg.tensor([0.0, 1.0, 4.0], dtype=fg.float64, requires_grad=True)
     draws = fg.poisson(fg.tensor(np.tile(rates.numpy(), (3000, 1))), key=jax.random.key(0))
     assert draws.dtype == np.float64 and not draws.requires_grad
-    np.testing.assert_allclose(np.asarray(draws.data).mean(0), [0.0, 1.0, 4.0], atol=0.15)
+    np.testing.assert_allclose(np.asarray(draws.array).mean(0), [0.0, 1.0, 4.0], atol=0.15)
     assert not fg.poisson(rates, key=jax.random.key(1)).requires_grad
     with pytest.raises(TypeError, match="poisson: input must be a floating point"):
         fg.poisson(fg.arange(3))
@@ -213,7 +213,7 @@ def test_masked_scatter_is_traceable():
     mask = jnp.array([[True, False, True], [False, True, False]])
 
     def run(x, m, src):
-        return fg.masked_scatter(fg.tensor(x), fg.tensor(m), fg.tensor(src)).data
+        return fg.masked_scatter(fg.tensor(x), fg.tensor(m), fg.tensor(src)).array
 
     x, src = jnp.zeros((2, 3)), jnp.arange(1.0, 5.0)
     np.testing.assert_array_equal(jax.jit(run)(x, mask, src), run(x, mask, src))

@@ -160,7 +160,7 @@ def test_mlp_leaves_carry_parameter_names_and_shapes():
     assert ("ReluBackward0", None) in nodes.values()
     # the generator from named_parameters() works too, and matching is by identity, not by value
     assert fg.viz.to_dot(out, params=model.named_parameters()) == text
-    twin = fg.tensor(model[0].bias.data, requires_grad=True)
+    twin = fg.tensor(model[0].bias.array, requires_grad=True)
     other = fg.viz.to_dot(out, params={"not_a_parameter_of_this_graph": twin})
     assert "not_a_parameter" not in other
 

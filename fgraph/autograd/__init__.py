@@ -11,6 +11,7 @@ from fgraph.autograd.engine import Gradients, backward, grad, queue_callback
 from fgraph.autograd.function import Function, once_differentiable
 from fgraph.autograd.gradients import UnusedGradientsWarning
 from fgraph.autograd.checkpoint import checkpoint
+from fgraph.autograd.variable import Variable
 from fgraph.autograd import functional
 from fgraph.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
 from fgraph.autograd.grad_mode import (
@@ -47,4 +48,5 @@ __all__ = [
     "Function",
     "once_differentiable",
     "checkpoint",
+    "Variable",
 ]

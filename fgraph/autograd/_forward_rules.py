@@ -293,7 +293,7 @@ def run_dual(op: Any, args: tuple, arrays: list, params: Any, edges: tuple, reco
     pair = _PAIRS.get(key)
     if pair is None:
         pair = _PAIRS[key] = PairKernel(*key)
-    t_arrays = [t.data for t in tangents]
+    t_arrays = [t.array for t in tangents]
     try:
         out, t_out = pair.jitted(*arrays, *t_arrays)
     except (TypeError, ValueError, IndexError):

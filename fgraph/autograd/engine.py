@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextvars
 import threading
+import warnings
 from typing import Any, Callable, Optional, Sequence, Union
 
 import jax
@@ -55,6 +56,7 @@ def grad(
     grad_outputs: Optional[TensorOrTensors] = None,
     retain_graph: Optional[bool] = None,
     create_graph: bool = False,
+    only_inputs: bool = True,
     allow_unused: Optional[bool] = None,
     is_grads_batched: bool = False,
     materialize_grads: bool = False,
@@ -66,7 +68,8 @@ def grad(
     the returned gradients carry their own graph, for higher derivatives.
     With ``is_grads_batched=True`` the first dimension of every ``grad_outputs``
     entry is a batch: the backward pass runs under ``jax.vmap`` and each result
-    gains that leading dimension.
+    gains that leading dimension. ``only_inputs`` is accepted and ignored, as in PyTorch
+    (``False`` warns that it is deprecated).
 
     Example:
         >>> import fgraph as fg
@@ -76,6 +79,9 @@ def grad(
         >>> g.item(), gg.item()
         (12.0, 12.0)
     """
+    if not only_inputs:
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). To get the "
+                      "gradients of every leaf, use fg.backward (it returns them).", FutureWarning, stacklevel=2)
     outputs_t = _as_tuple(outputs, "grad", "outputs")
     inputs_t = _as_inputs(inputs, "grad")
     if not inputs_t:
@@ -175,9 +181,9 @@ def _batched_grad(outputs: tuple, inputs: tuple, grad_outputs: Any, create_graph
     def one(*seed_arrays: Any) -> tuple:
         seeds = [_wrap(a) for a in seed_arrays]
         captured, _ = _execute(outputs, seeds, inputs, False, accumulate=False)
-        return tuple(None if g is None else g.data for g in captured)
+        return tuple(None if g is None else g.array for g in captured)
 
-    batched = jax.vmap(one)(*[g.data for g in given])
+    batched = jax.vmap(one)(*[g.array for g in given])
     return [None if a is None else _wrap(a) for a in batched]
 
 
@@ -232,22 +238,23 @@ def _make_seeds(outputs: tuple, grad_outputs: Any, fn: str) -> list:
     for i, (out, g) in enumerate(zip(outputs, given)):
         if out._edge is None:
             raise GradError(
-                f"{fn}: output {i} does not require grad and does not have a grad_fn; "
-                "it was computed from tensors without requires_grad=True (or under no_grad)."
+                f"{fn}: output {i} does not require grad and does not have a grad_fn; " + (
+                    _detached_hint(out)
+                    or "it was computed from tensors without requires_grad=True (or under no_grad).")
             )
         if g is None:
-            if out.data.size != 1:
+            if out.array.size != 1:
                 raise GradError(
                     f"{fn}: grad can be implicitly created only for scalar outputs, but output {i} has shape "
                     f"{out.shape}; pass grad_outputs with that shape (e.g. fg.ones_like(out)) or reduce it first."
                 )
-            if out.data.dtype.kind == "c":  # (jnp.iscomplexobj costs microseconds per call)
+            if out.array.dtype.kind == "c":  # (jnp.iscomplexobj costs microseconds per call)
                 raise GradError(
                     f"{fn}: grad can be implicitly created only for real scalar outputs, but output {i} is {out.dtype}; "
                     "pass grad_outputs explicitly (e.g. fg.ones_like(out)), or differentiate a real value such as "
                     "out.real or out.abs()."
                 )
-            g = _wrap(_implicit_seed(out.data))
+            g = _wrap(_implicit_seed(out.array))
         else:
             if not isinstance(g, Tensor):
                 g = _wrap(jnp.asarray(g, out.dtype))
@@ -288,7 +295,7 @@ def _execute(roots: tuple, seeds: list, inputs: Optional[tuple], create_graph: b
              accumulate: bool) -> tuple[list, dict]:
     """Run the graph; return (captured gradients per input, {AccumulateGrad: grad})."""
     depth = _REENTRANT_DEPTH.get()
-    if depth >= MAX_REENTRANT_DEPTH_PER_THREAD and not any(isinstance(s.data, jax.core.Tracer) for s in seeds):
+    if depth >= MAX_REENTRANT_DEPTH_PER_THREAD and not any(isinstance(s.array, jax.core.Tracer) for s in seeds):
         # JAX's tracing state is per thread, so traced passes stay on their thread (and are
         # limited by the recursion limit).
         return _ReentrantThread(roots, seeds, inputs, create_graph, accumulate).run()
@@ -327,6 +334,13 @@ class _ReentrantThread:
         return _execute_pass(*self.args)
 
 
+def _detached_hint(t: Tensor) -> str:
+    """The fix when ``t`` was returned by an ``fg.compile``d function (its graph stayed in the program)."""
+    from fgraph.compile._outputs import detached_hint
+
+    return detached_hint(t)
+
+
 # -- the GraphTask --------------------------------------------------------------------------------
 def _execute_pass(roots: tuple, seeds: list, inputs: Optional[tuple], create_graph: bool,
                   accumulate: bool) -> tuple[list, dict]:
@@ -337,7 +351,8 @@ def _execute_pass(roots: tuple, seeds: list, inputs: Optional[tuple], create_gra
             edge = x if type(x) is GradientEdge else x._edge
             if edge is None:
                 raise GradError(
-                    f"input {i} (shape {x.shape}) does not require grad; create it with requires_grad=True."
+                    f"input {i} (shape {x.shape}) does not require grad; "
+                    + (_detached_hint(x) or "create it with requires_grad=True.")
                 )
             output_edges.append(edge)
 

@@ -28,6 +28,7 @@ import numpy as np
 from fgraph.autograd.engine import Gradients
 from fgraph.compile._errors import translating_tracer_errors
 from fgraph.compile._explain import describe_retrace, signature
+from fgraph.compile._outputs import mark_tree
 from fgraph.compile._state import StateTable, capture, distinct, is_stateful, value_kinds
 from fgraph.func._tree import flatten, key_orders, unflatten, with_key_orders
 from fgraph.tensor import Tensor, _init_leaf, _new_object, _wrap
@@ -137,6 +138,7 @@ class CompiledFunction:
         final = table.write_back(plan, new_state)
         result = with_key_orders(_import(outputs, table, leaves), out_orders, _is_output_leaf)
         table.settle(plan, final)
+        mark_tree(result, self._name)  # so result.backward() names the fix (results are detached)
         return result
 
     def _prepare(self, args: tuple, kwargs: dict, leaves: list, treedef: Any) -> tuple:
@@ -248,7 +250,7 @@ def _classify(leaf: Any, static: bool, object_index: dict, position: Any) -> tup
         _check_hashable(leaf, position)
         return ("static", leaf), _NO_INPUT
     if isinstance(leaf, Tensor):
-        return ("tensor", leaf.requires_grad), leaf.data
+        return ("tensor", leaf.requires_grad), leaf.array
     if isinstance(leaf, (jax.Array, np.ndarray, np.generic)):
         return ("array",), leaf
     if isinstance(leaf, (bool, int, float, complex)):
@@ -306,10 +308,10 @@ def _export(result: Any, table: StateTable, made: dict) -> Any:
             for key in value:
                 ref = ("state", given[id(key)]) if id(key) in given else ("arg", made[id(key)]) if id(key) in made else None
                 keys.append(ref)
-                values.append(value[key].data)
+                values.append(value[key].array)
             return _GradientsOut(tuple(keys), values)
         if isinstance(value, Tensor):
-            return _wrap(value.data)
+            return _wrap(value.array)
         if is_stateful(value):
             raise TypeError(f"fgraph.compile: the function returned a {type(value).__name__}; modules, optimizers "
                             "and generators are updated in place, return tensors (or nothing).")
@@ -355,7 +357,7 @@ def _is_sharding(value: Any) -> bool:
 def _constrain(sharding: Any, subtree: Any) -> Any:
     def one(leaf: Any) -> Any:
         if isinstance(leaf, Tensor):
-            return _wrap(jax.lax.with_sharding_constraint(leaf.data, sharding))
+            return _wrap(jax.lax.with_sharding_constraint(leaf.array, sharding))
         return jax.lax.with_sharding_constraint(leaf, sharding) if isinstance(leaf, jax.Array) else leaf
 
     if sharding is None:

@@ -7,7 +7,7 @@ vectorized and compiled once per structure (the lazy mode's cache): the speed of
 ``jax.jit(jax.vmap(f))`` with eager semantics.
 
 A per-sample value cannot be read while recording (its batch does not exist yet). Code that
-tries (a ``jnp`` function on ``.data``, an op that checks values on the host) makes the
+tries (a ``jnp`` function on ``.array``, an op that checks values on the host) makes the
 recording give up (:class:`ValuesNeeded`); :func:`fgraph.func.vmap` then runs the call on
 its general path (``jax.vmap`` with tracers) and keeps using that path for the function.
 """

@@ -56,17 +56,17 @@ class Parameter(Tensor):
     def __init__(self, data: Any = None, requires_grad: bool = True) -> None:
         if data is None:
             data = _to_array([], None, "Parameter")
-        array = data.data if isinstance(data, Tensor) else _to_array(data, None, "Parameter")
+        array = data.array if isinstance(data, Tensor) else _to_array(data, None, "Parameter")
         _init_leaf(self, placed(array), requires_grad)
         _set_owners(self, [])
         _set_lineage(self, None)
 
     def requires_grad_(self, requires_grad: bool = True) -> "Parameter":
         """A new Parameter with the same data and the given ``requires_grad`` (not rebound anywhere)."""
-        return _make_parameter(self.data, requires_grad)
+        return _make_parameter(self.array, requires_grad)
 
     def __deepcopy__(self, memo: dict) -> "Parameter":
-        out = _make_parameter(self.data, self._edge is not None)
+        out = _make_parameter(self.array, self._edge is not None)
         memo[id(self)] = out
         return out
 
@@ -127,7 +127,7 @@ class Buffer(Tensor):
     __slots__ = ("persistent",)
 
     def __init__(self, data: Any, *, persistent: bool = True) -> None:
-        array = data.data if isinstance(data, Tensor) else _to_array(data, None, "Buffer")
+        array = data.array if isinstance(data, Tensor) else _to_array(data, None, "Buffer")
         _init_leaf(self, array, False)
         Buffer.__dict__["persistent"].__set__(self, bool(persistent))
 
@@ -198,7 +198,7 @@ def succeed(old: Parameter, data: Any) -> Parameter:
     Example:
         >>> import fgraph as fg
         >>> layer = fg.nn.Linear(2, 1)
-        >>> new = succeed(layer.bias, fg.zeros(1).data)
+        >>> new = succeed(layer.bias, fg.zeros(1).array)
         >>> layer.bias is new, current(new) is new
         (True, True)
     """
@@ -271,5 +271,5 @@ def as_parameter(value: Any, like: Optional[Tensor] = None) -> Parameter:
     if isinstance(value, Parameter):
         return value
     requires_grad = True if like is None else like.requires_grad
-    array = value.data if isinstance(value, Tensor) else _to_array(value, None, "Parameter")
+    array = value.array if isinstance(value, Tensor) else _to_array(value, None, "Parameter")
     return _make_parameter(array, requires_grad)

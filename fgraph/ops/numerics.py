@@ -391,7 +391,7 @@ def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e
     """
     close = isclose(input, other, rtol, atol, equal_nan)
     _concrete("allclose", input, other)
-    return bool(jnp.all(close.data))
+    return bool(jnp.all(close.array))
 
 
 def equal(input: Tensor, other: Tensor) -> bool:
@@ -407,7 +407,7 @@ def equal(input: Tensor, other: Tensor) -> bool:
     if tuple(input.shape) != tuple(other.shape):
         return False
     _concrete("equal", input, other)
-    return bool(jnp.all(input.data == other.data))
+    return bool(jnp.all(input.array == other.array))
 
 
 #: Exported as ``fgraph.<name>``.

@@ -189,7 +189,7 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
         raise OpError(f"{op}: source dtype {source.dtype} does not match input dtype {input.dtype}; "
                       f"cast it with .to({input.dtype}).")
     shape = _broadcast(op, input, mask)
-    m = jnp.broadcast_to(mask.data, shape)
+    m = jnp.broadcast_to(mask.array, shape)
     count = math.prod(source.shape)
     if not is_traced(mask):
         needed = int(np.count_nonzero(np.asarray(m)))
@@ -273,7 +273,8 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
     """A leaf with the values and dtype of a NumPy array.
 
     Unlike ``torch.from_numpy`` the values are copied (fgraph tensors are immutable, so
-    later writes to the array do not show); 64-bit dtypes need JAX's x64 mode.
+    later writes to the array do not show). With JAX's x64 mode off, 64-bit arrays are stored in 32 bits
+    (``docs/dtypes.md``).
 
     Example:
         >>> import numpy as np
@@ -286,7 +287,7 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
                         "for other data.")
     if ndarray.dtype.kind == "O":
         raise TypeError("from_numpy: arrays of Python objects have no tensor dtype; convert the array first.")
-    return tensor(ndarray, dtype=ndarray.dtype)
+    return tensor(ndarray)  # NumPy arrays keep their dtype
 
 
 def scalar_tensor(s: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
@@ -299,9 +300,9 @@ def scalar_tensor(s: Any, *, dtype: Any = None, device: Any = None, requires_gra
         ((), dtype('float32'), 3.0)
     """
     if isinstance(s, Tensor):
-        if s.data.size != 1:
+        if s.array.size != 1:
             raise OpError(f"scalar_tensor: expected a number, got a tensor of shape {s.shape}.")
-        s = s.data.reshape(())
+        s = s.array.reshape(())
     elif not isinstance(s, (bool, int, float, complex, np.generic)):
         raise TypeError(f"scalar_tensor: expected a number, got {type_name(s)}.")
     dt = canonical_dtype(dtype, "scalar_tensor")
@@ -371,7 +372,7 @@ def cpu(self: Tensor, memory_format: Any = None) -> Tensor:
     """
     from fgraph._methods import _to_device
 
-    data = self.data
+    data = self.array
     if isinstance(data, jax.core.Tracer) or not isinstance(data, jax.Array):
         return self
     if all(d.platform == "cpu" for d in data.devices()):

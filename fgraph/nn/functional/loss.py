@@ -227,7 +227,7 @@ def _check_class_target(op: str, input: Tensor, target: Tensor, class_dim: int, 
         )
     if is_traced(target) or not target.numel():
         return
-    low, high = _target_range(target.data, ignore_index)
+    low, high = _target_range(target.array, ignore_index)
     c = input.shape[class_dim]
     if low is not None and (low < 0 or high >= c):
         bad = low if low < 0 else high

@@ -90,7 +90,7 @@ def _load(module: "Module", state: dict, prefix: str, assign: bool, missing: lis
                 f"the shape in current model is {tuple(old.shape)}."
             )
             continue
-        array = _on_device_of(array, old.data)
+        array = _on_device_of(array, old.array)
         if name in module._parameters:
             new = _make_parameter(array, old.requires_grad)
             if isinstance(old, Parameter):
@@ -119,7 +119,7 @@ def _load(module: "Module", state: dict, prefix: str, assign: bool, missing: lis
 def as_array(value: Any, dtype: Any, key: str) -> jax.Array:
     """A checkpoint entry (fgraph Tensor, jax.Array, NumPy array, PyTorch tensor) as a ``jax.Array``."""
     if isinstance(value, Tensor):
-        array = value.data
+        array = value.array
     elif isinstance(value, (jax.Array, np.ndarray, np.generic)):
         array = value
     elif type(value).__module__.split(".")[0] == "torch" and hasattr(value, "detach"):

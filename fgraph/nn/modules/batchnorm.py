@@ -57,7 +57,7 @@ def index_dtype() -> np.dtype:
 
 def _refill(t: Tensor, value: Any) -> Tensor:
     """A new buffer like ``t`` (shape, dtype, device) filled with ``value``."""
-    data = t.data
+    data = t.array
     out = jnp.full(data.shape, value, data.dtype)
     if not isinstance(data, jax.core.Tracer):
         out = jax.device_put(out, data.sharding)

@@ -159,8 +159,8 @@ class Module(HookMixin):
                 f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' (fgraph Tensor or None required)"
             )
         if tensor is not None and tensor._edge is None:  # a plain value: commit it (see nn.parameter.placed)
-            data = placed(tensor.data)
-            if data is not tensor.data or isinstance(tensor, Buffer):
+            data = placed(tensor.array)
+            if data is not tensor.array or isinstance(tensor, Buffer):
                 tensor = _wrap(data)
         self._buffers[name] = tensor
         if persistent:
@@ -375,7 +375,7 @@ class Module(HookMixin):
         """
         if not isinstance(requires_grad, bool):
             raise TypeError(f"requires_grad_: expected a bool, got {type(requires_grad).__name__}")
-        rebind({p: _make_parameter(p.data, requires_grad)
+        rebind({p: _make_parameter(p.array, requires_grad)
                 for p in self.parameters() if p.requires_grad != requires_grad})
         return self
 
@@ -444,8 +444,8 @@ class Module(HookMixin):
         """Rebind every parameter and buffer to ``fn(array)`` (parameters keep ``requires_grad`` and ties)."""
         new_params = {}
         for p in self.parameters():
-            data = fn(p.data)
-            if data is not p.data:
+            data = fn(p.array)
+            if data is not p.array:
                 new_params[p] = _make_parameter(data, p.requires_grad)
         rebind(new_params)
         done: dict = {}
@@ -454,8 +454,8 @@ class Module(HookMixin):
                 if b is None:
                     continue
                 if id(b) not in done:
-                    data = fn(b.data)
-                    done[id(b)] = b if data is b.data else _wrap(data)
+                    data = fn(b.array)
+                    done[id(b)] = b if data is b.array else _wrap(data)
                 module._buffers[name] = done[id(b)]
         return self
 
