@@ -51,6 +51,9 @@ EXPECTED = {
     "reinforce_gridworld.py": ([r"iteration\s+1: mean return\s+-?[\d.]+, episode length",
                                 r"mean return: -?[\d.]+ -> -?[\d.]+; episode length"],
                                ["reinforce_gridworld.png"]),
+    "nanogpt_shakespeare.py": ([r"step 0: train loss [\d.]+, val loss [\d.]+", r"resumed from iteration \d+",
+                                r"val loss: [\d.]+ -> [\d.]+", r"sample:\nThe "],
+                               ["ckpt.safetensors", "nanogpt_sample.txt"]),
 }
 
 
