@@ -212,7 +212,7 @@ TABLE: list[Mistake] = [
     Mistake("in_place_op", "error", "`x.add_(1)`", lambda: _leaf().add_(1), AttributeError,
             ("add_", r"x = x\.add\("), "`x = x.add(...)`"),
     Mistake("item_assignment", "error", "`x[0] = 1.0`", lambda: fg.ones(3).__setitem__(0, 1.0), TypeError,
-            ("item assignment", r"index_put|fg\.where"), "`x.index_put(...)` or `fg.where(mask, v, x)`"),
+            ("item assignment", r"at\[idx\]\.set"), "`x = x.at[0].set(1.0)` (`.add` for `+=`), or `fg.where(mask, v, x)`"),
     Mistake("backward_of_non_scalar", "error", "`y.backward()` on a non-scalar `y`",
             lambda: (_leaf() * 2).backward(), GradError, ("scalar outputs", r"fg\.ones_like"),
             "reduce it, or pass `fg.ones_like(y)`"),

@@ -2,8 +2,8 @@
 forward mode (the tangent on each entry's first case, in every dtype; forward-over-reverse and
 reverse-over-forward on that case in float64).
 
-Complex inputs run the same way (complex128 on every listed case, complex64 on the first; in CI on
-every second entry of each family),
+Complex inputs run the same way (complex128 on every listed case, complex64 on the first; CI trims
+these combinations, see ``CI`` below),
 for every entry that its table does not list in ``REAL_ONLY``; those must refuse complex
 inputs with an ``OpError``.
 
@@ -15,6 +15,7 @@ typical, non-degenerate one), since every new shape and dtype compiles new kerne
 the suite must stay inside CI's time budget.
 """
 import os
+import zlib
 
 import numpy as np
 import pytest
@@ -26,18 +27,20 @@ from op_harness import COMPLEX_DTYPES, DTYPES, check_entry, draw_inputs, family_
 
 pytestmark = pytest.mark.usefixtures("node_by_node")
 
-#: CI (35 minutes on 2 cores) runs complex64 -- complex128's checks at single precision -- on every second
-#: complex entry of each family; locally on all of them.
+#: CI (35 minutes on 2 cores) cuts the combinations whose parts are checked apart: float32 (float64's checks at
+#: single precision) on every second entry of each family and complex64 on the others among the complex ones,
+#: complex128 on each entry's first case (the other cases' shapes and options are float64's), and the mixed
+#: forward/reverse modes on about half the entries (by name). Every float64 case runs; locally, everything does.
 CI = bool(os.environ.get("CI"))
 
 RUNS = [
     pytest.param(entry, case, dtype, index, len(listed_cases(entry)),
                  id=f"{family}-{entry.name}-{index}-{dtype.name}")
     for family, module in family_tables().items()
-    for entry in module.TABLE
+    for position, entry in enumerate(module.TABLE)
     for index, case in enumerate(listed_cases(entry))
     for dtype in DTYPES
-    if dtype == np.float64 or index == 0
+    if dtype == np.float64 or (index == 0 and (position % 2 == 1 or not CI))
 ]
 COMPLEX_RUNS = [
     pytest.param(entry, case, dtype, index, len(listed_cases(entry)),
@@ -46,7 +49,7 @@ COMPLEX_RUNS = [
     for position, entry in enumerate(e for e in module.TABLE if e.name not in real_only(module))
     for index, case in enumerate(listed_cases(entry))
     for dtype in COMPLEX_DTYPES
-    if dtype == np.complex128 or (index == 0 and (position % 2 == 0 or not CI))
+    if (dtype == np.complex128 and (index == 0 or not CI)) or (index == 0 and (position % 2 == 0 or not CI))
 ]
 REFUSALS = [
     pytest.param(entry, listed_cases(entry)[0], id=f"{family}-{entry.name}")
@@ -69,7 +72,7 @@ def _max_examples(entry, n_cases: int, dtype) -> int:
 def test_entry_against_jax(entry, case, dtype, index, n_cases):
     # Forward mode on each entry's first case in every dtype; the mixed modes on it in float64 (each
     # new case compiles new tangent kernels, and CI's time is bounded).
-    mixed = dtype == np.float64 and index == 0
+    mixed = dtype == np.float64 and index == 0 and (not CI or zlib.crc32(entry.name.encode()) % 2 == 0)
 
     @settings(max_examples=_max_examples(entry, n_cases, dtype))
     @given(data=st.data())

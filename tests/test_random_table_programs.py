@@ -246,4 +246,7 @@ def test_random_table_program(data) -> None:
         if step is not None:
             steps.append(step)
     if steps:
-        check_program(data, steps)
+        # An entry with its own tangent reference (jvp_ref: PyTorch's forward-mode convention differs from
+        # jax.jvp of its pure-JAX reference, e.g. embedding's padding row) has its tangent checked by the op
+        # tables; a program holding one checks values and reverse mode only.
+        check_program(data, steps, forward=not any(BY_NAME[step.entry].jvp_ref for step in steps))
