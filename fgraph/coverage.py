@@ -123,6 +123,14 @@ COMMON: dict[str, tuple[str, tuple[str, ...]]] = {
         PackedSequence pack_padded_sequence pad_packed_sequence pack_sequence pad_sequence unpad_sequence
         unpack_sequence
     """.split())),
+    "torch.optim": ("fgraph.optim", tuple("""
+        Optimizer SGD Adam AdamW Adadelta Adagrad Adamax ASGD LBFGS NAdam RAdam RMSprop Rprop SparseAdam lr_scheduler
+    """.split())),
+    "torch.utils.data": ("fgraph.utils.data", tuple("""
+        Dataset IterableDataset TensorDataset StackDataset ConcatDataset ChainDataset Subset random_split DataLoader
+        default_collate default_convert get_worker_info Sampler SequentialSampler RandomSampler SubsetRandomSampler
+        WeightedRandomSampler BatchSampler DistributedSampler
+    """.split())),
     "torch.amp": ("fgraph.amp", tuple("""
         autocast GradScaler custom_fwd custom_bwd is_autocast_available
     """.split())),
@@ -183,7 +191,7 @@ DELIBERATELY_ABSENT: dict[tuple[str, str], str] = {
     ("torch", "frombuffer"): "shares the caller's writable buffer; fg.from_numpy(np.frombuffer(...)) copies",
     ("torch.Tensor", "to_sparse"): _SPARSE, ("torch.Tensor", "is_sparse"): _SPARSE,
     ("torch.Tensor", "to_dense"): _SPARSE, ("torch", "sparse_coo_tensor"): _SPARSE,
-    ("torch", "sparse_csr_tensor"): _SPARSE,
+    ("torch", "sparse_csr_tensor"): _SPARSE, ("torch.optim", "SparseAdam"): _SPARSE + " (it takes sparse gradients)",
     ("torch.Tensor", "q_scale"): _QUANTIZED, ("torch.Tensor", "int_repr"): _QUANTIZED,
     ("torch.Tensor", "dequantize"): _QUANTIZED, ("torch", "quantize_per_tensor"): _QUANTIZED,
     ("torch", "dequantize"): _QUANTIZED,
