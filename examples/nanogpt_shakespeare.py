@@ -20,7 +20,7 @@ ported script would write it. The text ships with Python (docstrings of standard
 nothing is downloaded. It prints the train/val loss every ``eval_interval`` iterations, saves
 ``ckpt.safetensors`` halfway, resumes from it in a fresh model and optimizer, and prints a sample.
 
-Run: python examples/nanogpt_shakespeare.py [--out DIR] [--quick] [--max-iters N]   (about 2 minutes on a 2-core CPU)
+Run: python examples/nanogpt_shakespeare.py [--out DIR] [--quick] [--max-iters N]   (about 2 minutes on a 2-core CPU: val loss 4.56 -> 2.81)
 """
 from __future__ import annotations
 
@@ -297,7 +297,7 @@ def infinite(loader):
 # -- train.py --------------------------------------------------------------------------------------------------------------
 def main() -> None:
     parser = _common.make_parser(__doc__)
-    parser.add_argument("--max-iters", type=int, default=None, help="training iterations (default 400; 4 with --quick)")
+    parser.add_argument("--max-iters", type=int, default=None, help="training iterations (default 300; 4 with --quick)")
     args = _common.parse_args(parser)
 
     # default config values, nanoGPT's shakespeare_char settings scaled to a laptop CPU
@@ -308,7 +308,7 @@ def main() -> None:
     gradient_accumulation_steps = 2
     n_layer, n_head, n_embd, dropout, bias = 3, 4, 96, 0.1, False
     learning_rate = 3e-3  # max learning rate
-    max_iters = args.max_iters or (4 if args.quick else 400)
+    max_iters = args.max_iters or (4 if args.quick else 300)
     weight_decay = 1e-1
     beta1, beta2 = 0.9, 0.99
     grad_clip = 1.0  # clip gradients at this value, or disable if == 0.0
@@ -456,10 +456,13 @@ def main() -> None:
 
     # sample.py
     model.eval()
-    start_ids = encode("The ")
+    # sample.py's start="FILE:..." with a validation block: a full context from the first step, so every step has
+    # the same shapes (a growing prompt would compile each op anew for each length up to block_size)
+    start_ids = val_data[:block_size].tolist()
     x = fg.tensor(start_ids, dtype=fg.long, device=device)[None, ...]
-    y = model.generate(x, 8 if args.quick else 150, temperature=0.8, top_k=20)
-    sample = decode(y[0].tolist())
+    y = model.generate(x, 8 if args.quick else 200, temperature=0.8, top_k=20)
+    sample = decode(y[0].tolist()[len(start_ids):])
+    print("prompt:\n" + decode(start_ids))
     print("sample:\n" + sample)
     with open(os.path.join(out_dir, "nanogpt_sample.txt"), "w") as f:
         f.write(sample + "\n")

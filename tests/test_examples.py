@@ -52,7 +52,7 @@ EXPECTED = {
                                 r"mean return: -?[\d.]+ -> -?[\d.]+; episode length"],
                                ["reinforce_gridworld.png"]),
     "nanogpt_shakespeare.py": ([r"step 0: train loss [\d.]+, val loss [\d.]+", r"resumed from iteration \d+",
-                                r"val loss: [\d.]+ -> [\d.]+", r"sample:\nThe "],
+                                r"val loss: [\d.]+ -> [\d.]+", r"^prompt:\n", r"^sample:\n"],
                                ["ckpt.safetensors", "nanogpt_sample.txt"]),
 }
 
