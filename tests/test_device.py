@@ -189,9 +189,8 @@ def test_module_to_device():
 
 
 # -- fg.cuda, fg.cpu, fg.accelerator, fg.backends -----------------------------------------------------------------
+@pytest.mark.skipif(fg.cuda.is_available(), reason="checks the no-GPU answers; a GPU is present")
 def test_cuda_module_without_a_gpu():
-    if fg.cuda.is_available():
-        pytest.skip("a GPU is present")
     assert fg.cuda.is_available() is False and fg.cuda.device_count() == 0 and not fg.cuda.is_bf16_supported()
     fg.cuda.empty_cache()
     fg.cuda.manual_seed(5)
@@ -206,10 +205,9 @@ def test_cuda_module_without_a_gpu():
     assert fg.accelerator.device_count() == 0
 
 
+@pytest.mark.skipif(fg.cuda.is_available(), reason="checks the no-GPU answers; a GPU is present")
 def test_cuda_module_matches_torch_without_a_gpu():
     torch = pytest.importorskip("torch")
-    if torch.cuda.is_available() or fg.cuda.is_available():
-        pytest.skip("a GPU is present")
     assert fg.cuda.is_available() == torch.cuda.is_available()
     assert fg.cuda.device_count() == torch.cuda.device_count()
     assert fg.accelerator.is_available() == torch.accelerator.is_available()
