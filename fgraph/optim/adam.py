@@ -5,7 +5,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
-from fgraph.optim.optimizer import Optimizer, ParamsT, check_hyper
+from fgraph.optim.optimizer import Optimizer, ParamsT, apply_weight_decay, check_hyper
 
 __all__ = ["Adam", "AdamW"]
 
@@ -66,10 +66,7 @@ class Adam(Optimizer):
             g = -g if maximize else g
             step = state["step"] + 1
             if decay:
-                if decoupled:
-                    p = p * (1 - lr * wd)
-                else:
-                    g = g + wd * p
+                p, g = apply_weight_decay(p, g, lr, wd, decoupled)
             exp_avg = state["exp_avg"] + (1 - beta1) * (g - state["exp_avg"])
             exp_avg_sq = state["exp_avg_sq"] * beta2 + (1 - beta2) * g * g
             t = step.astype(p.dtype)  # the bias corrections in the parameter's precision (float64 when it is)

@@ -5,7 +5,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
-from fgraph.optim.optimizer import Optimizer, ParamsT, check_hyper
+from fgraph.optim.optimizer import Optimizer, ParamsT, apply_weight_decay, check_hyper
 
 __all__ = ["NAdam"]
 
@@ -65,10 +65,7 @@ class NAdam(Optimizer):
             step = state["step"] + 1
             t = step.astype(p.dtype)
             if decay:
-                if decoupled:
-                    p = p * (1 - lr * wd)
-                else:
-                    g = g + wd * p
+                p, g = apply_weight_decay(p, g, lr, wd, decoupled)
             mu = beta1 * (1.0 - 0.5 * 0.96 ** (t * momentum_decay))
             mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((t + 1) * momentum_decay))
             # The product is kept in its state's precision (float32, as PyTorch's), the rest in the parameter's.

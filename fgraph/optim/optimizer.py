@@ -439,6 +439,20 @@ def _group_value(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
+def apply_weight_decay(p: Any, g: Any, lr: Any, weight_decay: Any, decoupled: bool) -> tuple[Any, Any]:
+    """``(p, g)`` after weight decay, inside an :meth:`Optimizer.update`: decoupled (AdamW's) scales the
+    parameter by ``1 - lr * weight_decay``; otherwise (L2) ``weight_decay * p`` joins the gradient.
+
+    Example:
+        >>> from fgraph.optim.optimizer import apply_weight_decay
+        >>> apply_weight_decay(2.0, 1.0, 0.1, 0.5, decoupled=True), apply_weight_decay(2.0, 1.0, 0.1, 0.5, False)
+        ((1.9, 1.0), (2.0, 2.0))
+    """
+    if decoupled:
+        return p * (1 - lr * weight_decay), g
+    return p, g + weight_decay * p
+
+
 def check_hyper(value: Any, name: str, cls: str, *, allow_zero: bool = True, below_one: bool = False,
                 at_most_one: bool = False) -> None:
     """``value`` must be a number >= 0 (> 0 without ``allow_zero``; < 1 with ``below_one``; <= 1 with

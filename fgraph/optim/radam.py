@@ -5,7 +5,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
-from fgraph.optim.optimizer import Optimizer, ParamsT, check_hyper
+from fgraph.optim.optimizer import Optimizer, ParamsT, apply_weight_decay, check_hyper
 
 __all__ = ["RAdam"]
 
@@ -65,10 +65,7 @@ class RAdam(Optimizer):
             step = state["step"] + 1
             t = step.astype(p.dtype)
             if decay:
-                if decoupled:
-                    p = p * (1 - lr * wd)
-                else:
-                    g = g + wd * p
+                p, g = apply_weight_decay(p, g, lr, wd, decoupled)
             exp_avg = state["exp_avg"] + (1 - beta1) * (g - state["exp_avg"])
             exp_avg_sq = state["exp_avg_sq"] * beta2 + (1 - beta2) * g * g
             bias_correction2 = 1 - beta2**t
