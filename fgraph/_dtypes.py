@@ -21,14 +21,14 @@ Switch x64 on before any array is made for true 64-bit dtypes::
 """
 from __future__ import annotations
 
-import os
-import sys
 import warnings
 from typing import Any, Optional
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from fgraph._stacklevel import user_stacklevel
 
 __all__ = ["canonical_dtype", "is_differentiable_dtype", "default_float_dtype", "set_default_float_dtype",
            "x64_enabled", "DtypeNarrowingWarning", "narrowing_hint", "host_for_jax", "check_int_fits", "int_overflow"]
@@ -80,16 +80,6 @@ class DtypeNarrowingWarning(UserWarning):
 
 
 _NARROWING_WARNED = [False]  # the warning is shown once per process
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-_INTERNAL_DIRS = (_PACKAGE_DIR + os.sep, os.path.join(os.path.dirname(_PACKAGE_DIR), "interop") + os.sep)
-
-
-def _user_stacklevel() -> int:
-    """``warnings.warn``'s stacklevel for the first frame outside fgraph and interop (the user's line)."""
-    frame, level = sys._getframe(2), 2
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_INTERNAL_DIRS):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 def warn_narrowing(wide: np.dtype, narrow: np.dtype, op: str) -> None:
@@ -105,7 +95,7 @@ def warn_narrowing(wide: np.dtype, narrow: np.dtype, op: str) -> None:
         f"64-bit dtypes turn x64 on before creating any array: {_X64_ON}. "
         "This warning is shown once per process.",
         DtypeNarrowingWarning,
-        stacklevel=_user_stacklevel(),
+        stacklevel=user_stacklevel(),
     )
 
 

@@ -12,12 +12,17 @@ post-hooks then see the module's gradients:
   kept from the first node, and may replace ``grad_input``.
 
 Non-tensor arguments and inputs that need no gradient read ``None``. When no input
-requires grad the hooks run at the output node with ``grad_input`` all ``None``.
+requires grad the hooks run at the output node with ``grad_input`` all ``None`` (with
+PyTorch's ``UserWarning``). The output keeps its type: a namedtuple stays one. Only a
+Tensor or a tuple is routed: any other output (a dict, a list) is returned unchanged
+with PyTorch's warning that the hooks will not be called for it.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable, Optional, Sequence
 
+from fgraph._stacklevel import user_stacklevel
 from fgraph.autograd.function import Function
 from fgraph.autograd.grad_mode import is_grad_enabled
 from fgraph.errors import GradError
@@ -62,10 +67,18 @@ class BackwardHook:
     def setup_output_hook(self, result: Any) -> Any:
         """Route the tensor outputs through an identity node whose post-hook records ``grad_output``."""
         is_tuple = isinstance(result, tuple)
+        if not is_tuple and not isinstance(result, Tensor):
+            warnings.warn(
+                "For backward hooks to be called, module output should be a Tensor or a tuple of Tensors but "
+                f"received {type(result)}: the backward hooks of {type(self.module).__name__} will not fire for "
+                "this call; return a Tensor or a tuple (a namedtuple works) from forward.",
+                UserWarning,
+                stacklevel=user_stacklevel(),
+            )
         outputs = result if is_tuple else (result,)
         new_outputs, self.output_tensors_index = self._apply_on_tensors(self._set_output_hook, outputs)
         self.n_outputs = len(outputs)
-        return new_outputs if is_tuple else new_outputs[0]
+        return _same_type(result, new_outputs) if is_tuple else new_outputs[0]
 
     def _apply_on_tensors(self, register: Callable, args: tuple) -> tuple[tuple, Optional[list[int]]]:
         indices = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
@@ -89,6 +102,14 @@ class BackwardHook:
                 grad_output = _checked(new, grad_output, "backward pre-hook", "grad_output", self.module, hook)
         self.grad_outputs = grad_output
         if self.input_tensors_index is None:  # no input needs a gradient: the hooks run now
+            warnings.warn(
+                "Full backward hook is firing when gradients are computed with respect to module outputs since no "
+                f"inputs require gradients (module {type(self.module).__name__}): grad_input is all None. See "
+                "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
+                "#torch.nn.Module.register_full_backward_hook for more details.",
+                UserWarning,
+                stacklevel=user_stacklevel(),
+            )
             grad_input = (None,) * self.n_inputs
             for hook in self.user_hooks:
                 res = hook(self.module, grad_input, grad_output)
@@ -112,6 +133,19 @@ class BackwardHook:
                 grad_input = _checked(new, grad_input, "backward hook", "grad_input", self.module, hook)
         self.grad_outputs = None
         return tuple(grad_input[i] for i in self.input_tensors_index)
+
+
+def _same_type(original: tuple, items: tuple) -> tuple:
+    """``items`` in the tuple type of ``original``: a namedtuple stays that namedtuple (PyTorch's rule)."""
+    kind = type(original)
+    if kind is tuple or items is original:
+        return items
+    if hasattr(kind, "_make"):  # a namedtuple
+        return kind._make(items)
+    try:  # another tuple subclass: most take an iterable, as tuple does
+        return kind(items)
+    except TypeError:
+        return kind(*items)
 
 
 def _pack(indices: list[int], values: Sequence, size: int) -> tuple:

@@ -2,6 +2,10 @@
 
 Children are registered under their index (``"0"``, ``"1"``...) or key, so
 parameter names and ``state_dict`` keys are PyTorch's (``layers.0.weight``).
+``ModuleDict`` and ``ParameterDict`` are registered ``collections.abc.MutableMapping``
+types, ``ModuleList`` and ``ParameterList`` ``collections.abc.Sequence`` types (virtual
+subclasses: a module keeps identity equality and stays hashable). The parameter
+containers live in ``container_params.py`` and are re-exported here.
 
 Example:
     >>> import fgraph as fg
@@ -16,12 +20,14 @@ from __future__ import annotations
 
 import operator
 from collections import OrderedDict
+from collections.abc import Iterable as _IterableABC
+from collections.abc import Mapping as _MappingABC
+from collections.abc import MutableMapping, Sequence as _SequenceABC
 from itertools import islice
-from typing import Any, Iterable, Iterator, Mapping, Optional, Union
+from typing import Any, ItemsView, Iterable, Iterator, KeysView, Mapping, Optional, Union, ValuesView
 
+from fgraph.nn.modules.container_params import ParameterDict, ParameterList
 from fgraph.nn.modules.module import Module, _indent
-from fgraph.nn.parameter import Parameter, as_parameter
-from fgraph.tensor import Tensor
 
 __all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
 
@@ -161,6 +167,24 @@ class ModuleList(_IndexedModules):
     def __iadd__(self, modules: Iterable[Module]) -> "ModuleList":
         return self.extend(modules)
 
+    def __contains__(self, module: object) -> bool:
+        return any(m is module for m in self._modules.values())
+
+    def __reversed__(self) -> Iterator[Module]:
+        return reversed(list(self._modules.values()))
+
+    def index(self, module: Module, start: int = 0, stop: Optional[int] = None) -> int:
+        """Position of ``module`` (by identity), as ``list.index``."""
+        values = list(self._modules.values())
+        for i in range(len(values))[start:stop]:
+            if values[i] is module:
+                return i
+        raise ValueError(f"{type(module).__name__} module is not in the ModuleList")
+
+    def count(self, module: Module) -> int:
+        """How many times ``module`` (by identity) is in the list."""
+        return sum(m is module for m in self._modules.values())
+
     def __add__(self, other: Iterable[Module]) -> "ModuleList":
         return ModuleList([*self, *other])
 
@@ -179,14 +203,24 @@ class ModuleList(_IndexedModules):
         return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
 
 
+_MISSING = object()
+
+
 class ModuleDict(Module):
     """An ordered dict of modules, registered as children under their keys.
+
+    It is a ``collections.abc.MutableMapping`` (``update`` takes another ``ModuleDict``,
+    any mapping in its own order, or ``(key, module)`` pairs). Unlike ``ParameterDict``,
+    a plain ``dict`` keeps its order, as in PyTorch.
 
     Example:
         >>> import fgraph as fg
         >>> heads = fg.nn.ModuleDict({"a": fg.nn.Linear(2, 1), "b": fg.nn.Linear(2, 3)})
         >>> heads["b"](fg.ones(2)).shape, list(heads)
         ((3,), ['a', 'b'])
+        >>> more = fg.nn.ModuleDict({"c": fg.nn.ReLU()})
+        >>> more.update(heads); list(more)
+        ['c', 'a', 'b']
     """
 
     def __init__(self, modules: Optional[Union[Mapping[str, Module], Iterable[tuple[str, Module]]]] = None) -> None:
@@ -209,155 +243,78 @@ class ModuleDict(Module):
     def __iter__(self) -> Iterator[str]:
         return iter(self._modules)
 
+    def __reversed__(self) -> Iterator[str]:
+        return reversed(self._modules)
+
     def __contains__(self, key: object) -> bool:
         return key in self._modules
 
-    def keys(self) -> Iterable[str]:
+    def keys(self) -> KeysView[str]:
+        """The keys, in insertion order."""
         return self._modules.keys()
 
-    def values(self) -> Iterable[Module]:
+    def values(self) -> ValuesView[Module]:
+        """The modules, in insertion order."""
         return self._modules.values()
 
-    def items(self) -> Iterable[tuple[str, Module]]:
+    def items(self) -> ItemsView[str, Module]:
+        """``(key, module)`` pairs, in insertion order."""
         return self._modules.items()
 
-    def pop(self, key: str) -> Module:
+    def get(self, key: str, default: Any = None) -> Any:
+        """The module under ``key``, or ``default``."""
+        return self._modules.get(key, default)
+
+    def pop(self, key: str, default: Any = _MISSING) -> Any:
+        """Remove ``key`` and return its module (``default`` if given and ``key`` is absent)."""
+        if key not in self._modules and default is not _MISSING:
+            return default
         module = self[key]
         del self[key]
         return module
 
+    def popitem(self) -> tuple[str, Module]:
+        """Remove and return the last inserted ``(key, module)`` pair."""
+        if not self._modules:
+            raise KeyError("popitem(): ModuleDict is empty")
+        key = next(reversed(self._modules))
+        return key, self.pop(key)
+
+    def setdefault(self, key: str, default: Optional[Module] = None) -> Optional[Module]:
+        """The module under ``key``; if absent, first insert ``default`` there."""
+        if key not in self._modules:
+            self[key] = default
+        return self[key]
+
     def clear(self) -> None:
+        """Remove every module."""
         self._modules.clear()
 
     def update(self, modules: Union[Mapping[str, Module], Iterable[tuple[str, Module]]]) -> None:
-        """Add modules from a mapping or an iterable of ``(key, module)`` pairs."""
-        items = modules.items() if isinstance(modules, Mapping) else modules
-        for j, item in enumerate(items):
-            if isinstance(modules, Mapping):
-                key, module = item
-            else:
-                if not isinstance(item, (tuple, list)) or len(item) != 2:
-                    raise ValueError(f"ModuleDict update sequence element #{j} should be a (key, module) pair")
-                key, module = item
-            self[key] = module
+        """Add (or replace) modules from a mapping (a ``ModuleDict`` too) or from ``(key, module)`` pairs."""
+        if not isinstance(modules, _IterableABC):
+            raise TypeError(
+                "ModuleDict.update should be called with an iterable of key/value pairs, but got "
+                f"{type(modules).__name__}; pass a mapping or a list of (key, module) pairs."
+            )
+        if isinstance(modules, _MappingABC):
+            for key, module in modules.items():
+                self[key] = module
+            return
+        for j, item in enumerate(modules):
+            if not isinstance(item, _IterableABC) or isinstance(item, Module):
+                raise TypeError(
+                    f"ModuleDict update sequence element #{j} should be Iterable; is {type(item).__name__}: "
+                    "pass (key, module) pairs, e.g. update([('relu', ReLU())])."
+                )
+            item = list(item)
+            if len(item) != 2:
+                raise ValueError(
+                    f"ModuleDict update sequence element #{j} has length {len(item)}; 2 is required "
+                    "(a (key, module) pair)."
+                )
+            self[item[0]] = item[1]
 
 
-class ParameterList(Module):
-    """A list of Parameters registered under their index; tensors are made Parameters.
-
-    Example:
-        >>> import fgraph as fg
-        >>> ps = fg.nn.ParameterList([fg.ones(2), fg.zeros(3)])
-        >>> [(n, p.shape) for n, p in ps.named_parameters()]
-        [('0', (2,)), ('1', (3,))]
-    """
-
-    def __init__(self, values: Optional[Iterable[Any]] = None) -> None:
-        super().__init__()
-        if values is not None:
-            self.extend(values)
-
-    def __len__(self) -> int:
-        return len(self._parameters)
-
-    def __iter__(self) -> Iterator[Parameter]:
-        return iter(self._parameters.values())
-
-    def __getitem__(self, idx: Union[int, slice]) -> Any:
-        if isinstance(idx, slice):
-            return ParameterList(list(self._parameters.values())[idx])
-        n = len(self)
-        idx = operator.index(idx)
-        if not -n <= idx < n:
-            raise IndexError(f"index {idx} is out of range for ParameterList of length {n}")
-        return self._parameters[str(idx % n)]
-
-    def __setitem__(self, idx: int, value: Any) -> None:
-        n = len(self)
-        if not -n <= idx < n:
-            raise IndexError(f"index {idx} is out of range for ParameterList of length {n}")
-        self.register_parameter(str(idx % n), _parameter(value))
-
-    def append(self, value: Any) -> "ParameterList":
-        self.register_parameter(str(len(self)), _parameter(value))
-        return self
-
-    def extend(self, values: Iterable[Any]) -> "ParameterList":
-        for value in values:
-            self.append(value)
-        return self
-
-    def __iadd__(self, values: Iterable[Any]) -> "ParameterList":
-        return self.extend(values)
-
-    def extra_repr(self) -> str:
-        return "\n".join(f"  ({i}): Parameter containing: [{p.dtype} of size {'x'.join(map(str, p.shape))}]"
-                         for i, p in enumerate(self))
-
-
-class ParameterDict(Module):
-    """An ordered dict of Parameters registered under their keys; tensors are made Parameters.
-
-    Example:
-        >>> import fgraph as fg
-        >>> pd = fg.nn.ParameterDict({"scale": fg.ones(1)})
-        >>> list(pd.state_dict())
-        ['scale']
-    """
-
-    def __init__(self, parameters: Optional[Union[Mapping[str, Any], Iterable[tuple[str, Any]]]] = None) -> None:
-        super().__init__()
-        if parameters is not None:
-            self.update(parameters)
-
-    def __getitem__(self, key: str) -> Parameter:
-        return self._parameters[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self.register_parameter(key, _parameter(value))
-
-    def __delitem__(self, key: str) -> None:
-        self._drop_parameter(key)
-
-    def __len__(self) -> int:
-        return len(self._parameters)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._parameters)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._parameters
-
-    def keys(self) -> Iterable[str]:
-        return self._parameters.keys()
-
-    def values(self) -> Iterable[Parameter]:
-        return self._parameters.values()
-
-    def items(self) -> Iterable[tuple[str, Parameter]]:
-        return self._parameters.items()
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self._parameters.get(key, default)
-
-    def pop(self, key: str) -> Parameter:
-        value = self[key]
-        del self[key]
-        return value
-
-    def update(self, parameters: Union[Mapping[str, Any], Iterable[tuple[str, Any]]]) -> None:
-        items = parameters.items() if isinstance(parameters, Mapping) else parameters
-        for key, value in items:
-            self[key] = value
-
-    def extra_repr(self) -> str:
-        return "\n".join(f"  ({k}): Parameter containing: [{p.dtype} of size {'x'.join(map(str, p.shape))}]"
-                         for k, p in self.items())
-
-
-def _parameter(value: Any) -> Parameter:
-    if isinstance(value, Parameter):
-        return value
-    if not isinstance(value, Tensor):
-        raise TypeError(f"expected a Parameter or Tensor, got {type(value).__name__}")
-    return as_parameter(value, None)
+MutableMapping.register(ModuleDict)
+_SequenceABC.register(ModuleList)
