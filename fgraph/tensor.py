@@ -247,6 +247,11 @@ class Tensor:
     def __copy__(self) -> "Tensor":
         return self  # immutable: a shallow copy is the record itself
 
+    def __reduce_ex__(self, protocol: Any) -> tuple:
+        """Pickle as values (a NumPy array), type and ``requires_grad``: torch's rule, a computed tensor
+        comes back as a leaf. Unpickled arrays are on JAX's default device."""
+        return _rebuild_tensor, (type(self), _host_values(self, "pickle"), self._edge is not None)
+
     def __deepcopy__(self, memo: dict) -> "Tensor":
         """A new leaf of the same type, data and ``requires_grad`` (its own ``AccumulateGrad``).
 
@@ -539,3 +544,18 @@ from fgraph._tensor_creation import (  # noqa: E402  (re-exported: fgraph.tensor
     _check_python_ints, _creation_dtype, _default_int_dtype, _place, _shape_arg, arange, as_tensor, full,
     full_like, ones, ones_like, tensor, zeros, zeros_like,
 )
+
+
+def _host_values(t: Tensor, what: str) -> np.ndarray:
+    """``t``'s values as a NumPy array, for pickling (bfloat16 stays bfloat16, via ml_dtypes)."""
+    if isinstance(t.array, jax.core.Tracer):
+        raise TypeError(f"cannot {what} a Tensor inside a JAX trace (jit/grad/vmap): its values are not known "
+                        "yet; return it from the traced function and pickle the result.")
+    return np.asarray(t.array)
+
+
+def _rebuild_tensor(cls: type, values: Any, requires_grad: bool) -> Tensor:
+    """Unpickle a :class:`Tensor` (or a subclass with no extra state) saved by ``Tensor.__reduce_ex__``."""
+    t = _new_object(cls)
+    _init_leaf(t, jnp.asarray(values), requires_grad)
+    return t

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional
 
 import jax
 
-from fgraph.tensor import Tensor, _init_leaf, _new_object, _to_array
+from fgraph.tensor import Tensor, _host_values, _init_leaf, _new_object, _to_array
 
 if TYPE_CHECKING:
     from fgraph.nn.modules.module import Module
@@ -65,6 +65,11 @@ class Parameter(Tensor):
         """A new Parameter with the same data and the given ``requires_grad`` (not rebound anywhere)."""
         return _make_parameter(self.array, requires_grad)
 
+    def __reduce_ex__(self, protocol: Any) -> tuple:
+        """Pickle as values and ``requires_grad``; the unpickled Parameter is a fresh leaf, and the modules
+        unpickled with it (``Module.__setstate__``) record that they hold it."""
+        return _rebuild_parameter, (_host_values(self, "pickle"), self._edge is not None)
+
     def __deepcopy__(self, memo: dict) -> "Parameter":
         out = _make_parameter(self.array, self._edge is not None)
         memo[id(self)] = out
@@ -72,6 +77,11 @@ class Parameter(Tensor):
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
+
+
+def _rebuild_parameter(values: Any, requires_grad: bool) -> Parameter:
+    """Unpickle a :class:`Parameter` (see ``Parameter.__reduce_ex__``)."""
+    return _make_parameter(jax.numpy.asarray(values), requires_grad)
 
 
 _set_owners = Parameter.__dict__["_owners"].__set__
@@ -130,6 +140,14 @@ class Buffer(Tensor):
         array = data.array if isinstance(data, Tensor) else _to_array(data, None, "Buffer")
         _init_leaf(self, array, False)
         Buffer.__dict__["persistent"].__set__(self, bool(persistent))
+
+    def __reduce_ex__(self, protocol: Any) -> tuple:
+        return _rebuild_buffer, (_host_values(self, "pickle"), self.persistent)
+
+
+def _rebuild_buffer(values: Any, persistent: bool) -> Buffer:
+    """Unpickle a :class:`Buffer` (see ``Buffer.__reduce_ex__``)."""
+    return Buffer(jax.numpy.asarray(values), persistent=persistent)
 
 
 # -- who holds a parameter ------------------------------------------------------------------------

@@ -9,7 +9,9 @@ module's own.
 """
 from __future__ import annotations
 
+import functools
 import warnings
+import weakref
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -89,6 +91,57 @@ def _add_hook(hooks: OrderedDict, hook: Callable, prepend: bool, extra: tuple = 
     if prepend:
         hooks.move_to_end(handle.id, last=False)
     return handle
+
+
+class _WrappedHook:
+    """A load-state-dict pre-hook as torch stores it: ``hook(*args)``, or ``hook(module, *args)`` when
+    registered ``with_module`` (the module held weakly; pickling and deepcopy re-point it at the copy)."""
+
+    def __init__(self, hook: Callable, module: Any = None) -> None:
+        self.hook = hook
+        functools.update_wrapper(self, hook)
+        self.with_module = module is not None
+        self.module = weakref.ref(module) if module is not None else None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.with_module:
+            module = self.module() if self.module is not None else None
+            if module is None:
+                raise RuntimeError("You are trying to call the hook of a dead Module!")
+            return self.hook(module, *args, **kwargs)
+        return self.hook(*args, **kwargs)
+
+    def call_for(self, module: Any, *args: Any) -> Any:
+        """Run for ``module`` (the one loading: also right for a pytree copy sharing the hook table)."""
+        return self.hook(module, *args) if self.with_module else self.hook(*args)
+
+    def __getstate__(self) -> dict:
+        return {"hook": self.hook, "with_module": self.with_module}
+
+    def __setstate__(self, state: dict) -> None:
+        self.hook = state["hook"]
+        self.with_module = state["with_module"]
+        self.module = None  # set by the owning Module's __setstate__ (rebind_wrapped_hooks)
+
+
+def rebind_wrapped_hooks(module: Any) -> None:
+    """Point the ``with_module`` load pre-hooks of an unpickled or deep-copied ``module`` at it."""
+    for hook in module.__dict__.get("_load_state_dict_pre_hooks", {}).values():
+        if isinstance(hook, _WrappedHook) and hook.with_module:
+            hook.module = weakref.ref(module)
+
+
+class _PublicStateDictHook:
+    """A state-dict post-hook registered through ``register_state_dict_post_hook`` that cannot carry
+    torch's ``_from_public_api`` mark itself (a bound method): it must return ``None``."""
+
+    _from_public_api = True
+
+    def __init__(self, hook: Callable) -> None:
+        self.hook = hook
+
+    def __call__(self, *args: Any) -> Any:
+        return self.hook(*args)
 
 
 _HOOK_DICTS = (
@@ -246,14 +299,45 @@ class HookMixin:
         """``hook(module, prefix, keep_vars)`` before ``state_dict`` collects this module's entries."""
         return _add_hook(self._state_dict_pre_hooks, hook, False)
 
-    def register_state_dict_post_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
-        """``hook(module, state_dict, prefix, local_metadata) -> None | new state_dict`` after ``state_dict``."""
+    def register_state_dict_post_hook(self, hook: Callable[..., None]) -> RemovableHandle:
+        """``hook(module, state_dict, prefix, local_metadata) -> None`` after ``state_dict`` collected this
+        module's entries; it edits ``state_dict`` in place (returning anything else raises, as in torch).
+
+        Example:
+            >>> import fgraph as fg
+            >>> lin = fg.nn.Linear(2, 2)
+            >>> h = lin.register_state_dict_post_hook(lambda m, sd, prefix, meta: sd.pop(prefix + "bias"))
+            >>> list(lin.state_dict())
+            Traceback (most recent call last):
+            ...
+            RuntimeError: state_dict post-hook must return None ...
+        """
+        try:
+            hook._from_public_api = True  # torch's mark: state_dict() then requires it to return None
+        except AttributeError:
+            hook = _PublicStateDictHook(hook)
+        return _add_hook(self._state_dict_hooks, hook, False)
+
+    def _register_state_dict_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        """torch's private post-hook: ``hook(module, state_dict, prefix, local_metadata) -> None | new dict``;
+        a returned dict replaces the state dict (honoured by the module ``state_dict()`` was called on)."""
+        if getattr(hook, "_from_public_api", False):
+            raise RuntimeError(
+                "Cannot register the same function as the state dict post hook that was previously registered "
+                "via register_state_dict_post_hook"
+            )
         return _add_hook(self._state_dict_hooks, hook, False)
 
     def register_load_state_dict_pre_hook(self, hook: Callable[..., None]) -> RemovableHandle:
         """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)``
         before this module loads its entries (it may edit ``state_dict``)."""
-        return _add_hook(self._load_state_dict_pre_hooks, hook, False)
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def _register_load_state_dict_pre_hook(self, hook: Callable[..., None],
+                                           with_module: bool = False) -> RemovableHandle:
+        """torch's private form: ``hook(state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)``; ``with_module=True`` passes the module first."""
+        return _add_hook(self._load_state_dict_pre_hooks, _WrappedHook(hook, self if with_module else None), False)
 
     def register_load_state_dict_post_hook(self, hook: Callable[["Module", Any], None]) -> RemovableHandle:
         """``hook(module, incompatible_keys)`` after ``load_state_dict`` (it may edit the key lists)."""

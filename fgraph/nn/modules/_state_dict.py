@@ -6,7 +6,7 @@ loaded wins, as with PyTorch's in-place copies).
 """
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, namedtuple
 from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 import jax
@@ -19,39 +19,172 @@ from fgraph.tensor import Tensor, _wrap
 if TYPE_CHECKING:
     from fgraph.nn.modules.module import Module
 
-__all__ = ["state_dict", "load_state_dict", "as_array"]
+__all__ = ["state_dict", "load_state_dict", "save_to_state_dict", "load_from_state_dict", "as_array"]
+
+
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """What ``load_state_dict`` returns: the keys it missed and the keys it did not expect."""
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+    __str__ = __repr__
+
+
+class StateDictMixin:
+    """The state-dict half of :class:`~fgraph.nn.Module` (torch's methods, each overridable)."""
+
+    # -- state dict ---------------------------------------------------------------------------------
+    def state_dict(self, *, destination: Optional[dict] = None, prefix: str = "",
+                   keep_vars: bool = False) -> "OrderedDict[str, Tensor]":
+        """Parameters and persistent buffers by dotted name, in PyTorch's order (tied entries under each name).
+
+        Values are detached tensors sharing the arrays (``keep_vars=True``: the
+        Parameters themselves). Save it with ``fg.save``.
+
+        Example:
+            >>> import fgraph as fg
+            >>> list(fg.nn.Linear(2, 3).state_dict())
+            ['weight', 'bias']
+        """
+        return state_dict(self, destination, prefix, keep_vars)
+
+    def _save_to_state_dict(self, destination: dict, prefix: str, keep_vars: bool) -> None:
+        """Put this module's own entries (not its children's) in ``destination``; ``state_dict`` calls it
+        for each module, so a subclass may override it (rename or transform keys) as in torch."""
+        save_to_state_dict(self, destination, prefix, keep_vars)
+
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, local_metadata: dict, strict: bool,
+                              missing_keys: list, unexpected_keys: list, error_msgs: list) -> None:
+        """Load this module's own entries (keys ``prefix + name``) from ``state_dict``, recording problems in
+        the three lists; ``load_state_dict`` calls it for each module (overridable, as in torch)."""
+        load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                             error_msgs)
+
+    def get_extra_state(self) -> Any:
+        """Override (with :meth:`set_extra_state`) to save non-tensor state under ``prefix + "_extra_state"``.
+
+        Example:
+            >>> import fgraph as fg
+            >>> class Counter(fg.nn.Module):
+            ...     def __init__(self):
+            ...         super().__init__(); self.steps = 0
+            ...     def get_extra_state(self):
+            ...         return {"steps": self.steps}
+            ...     def set_extra_state(self, state):
+            ...         self.steps = state["steps"]
+            >>> a, b = Counter(), Counter(); a.steps = 7
+            >>> list(a.state_dict()), b.load_state_dict(a.state_dict()), b.steps
+            (['_extra_state'], <All keys matched successfully>, 7)
+        """
+        raise RuntimeError(
+            "Module.get_extra_state() was called but not overridden: define get_extra_state and "
+            "set_extra_state together in your Module subclass."
+        )
+
+    def set_extra_state(self, state: Any) -> None:
+        """Override (with :meth:`get_extra_state`) to restore the ``_extra_state`` entry on ``load_state_dict``."""
+        raise RuntimeError(
+            "Module.set_extra_state() was called but not overridden: define get_extra_state and "
+            "set_extra_state together in your Module subclass."
+        )
+
+    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True,
+                        assign: bool = False) -> _IncompatibleKeys:
+        """Rebind parameters and buffers to the values in ``state_dict``; return ``(missing_keys, unexpected_keys)``.
+
+        Values may be fgraph Tensors, ``jax.Array``s, NumPy arrays or PyTorch tensors;
+        they are cast to each parameter's dtype (``assign=True`` keeps theirs). A shape
+        mismatch always raises; with ``strict=True`` (default) missing or unexpected
+        keys raise too, each named in the message.
+
+        Example:
+            >>> import fgraph as fg
+            >>> a, b = fg.nn.Linear(2, 2), fg.nn.Linear(2, 2)
+            >>> b.load_state_dict(a.state_dict())
+            <All keys matched successfully>
+            >>> b.weight.tolist() == a.weight.tolist()
+            True
+        """
+        return load_state_dict(self, state_dict, strict, assign)
+
+
+_EXTRA_STATE_KEY_SUFFIX = "_extra_state"
 
 
 def state_dict(module: "Module", destination: Optional[dict], prefix: str, keep_vars: bool) -> "OrderedDict":
+    """torch's ``Module.state_dict``: pre-hooks, ``module._save_to_state_dict``, the children, post-hooks."""
     if destination is None:
         destination = OrderedDict()
+        destination._metadata = OrderedDict()  # type: ignore[attr-defined]
+    local_metadata = dict(version=getattr(module, "_version", 1))
+    if hasattr(destination, "_metadata"):
+        destination._metadata[prefix[:-1]] = local_metadata
     for hook in module._state_dict_pre_hooks.values():
         hook(module, prefix, keep_vars)
+    module._save_to_state_dict(destination, prefix, keep_vars)
+    for name, child in module._modules.items():
+        if child is not None:
+            child.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+    for hook in module._state_dict_hooks.values():
+        result = hook(module, destination, prefix, local_metadata)
+        if getattr(hook, "_from_public_api", False):
+            if result is not None:
+                raise RuntimeError(
+                    "state_dict post-hook must return None (a hook registered with register_state_dict_post_hook "
+                    "edits state_dict in place; to return a new dict use the private _register_state_dict_hook)"
+                )
+        elif result is not None:
+            destination = result
+    return destination
+
+
+def _overrides(module: "Module", name: str) -> bool:
+    return getattr(type(module), name, None) is not getattr(StateDictMixin, name)
+
+
+def save_to_state_dict(module: "Module", destination: dict, prefix: str, keep_vars: bool) -> None:
+    """torch's ``Module._save_to_state_dict``: this module's parameters, persistent buffers and extra state."""
     for name, p in module._parameters.items():
         if p is not None:
             destination[prefix + name] = p if keep_vars else p.detach()
     for name, b in module._buffers.items():
         if b is not None and name not in module._non_persistent_buffers_set:
             destination[prefix + name] = b if keep_vars else b.detach()
-    for name, child in module._modules.items():
-        if child is not None:
-            child.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
-    for hook in module._state_dict_hooks.values():
-        result = hook(module, destination, prefix, {})
-        if result is not None:
-            destination = result
-    return destination
+    if _overrides(module, "get_extra_state"):
+        destination[prefix + _EXTRA_STATE_KEY_SUFFIX] = module.get_extra_state()
 
 
 def load_state_dict(module: "Module", state: Mapping[str, Any], strict: bool, assign: bool) -> Any:
-    from fgraph.nn.modules.module import _IncompatibleKeys
-
     if not isinstance(state, Mapping):
         raise TypeError(f"Expected state_dict to be dict-like, got {type(state).__name__}.")
     missing: list = []
     unexpected: list = []
     errors: list = []
-    _load(module, dict(state), "", assign, missing, unexpected, errors)
+    metadata = getattr(state, "_metadata", None)
+    state = OrderedDict(state)
+    if metadata is not None:
+        state._metadata = metadata  # type: ignore[attr-defined]
+
+    def load(mod: "Module", local_state: dict, prefix: str = "") -> None:
+        local_metadata = {} if metadata is None else dict(metadata.get(prefix[:-1], {}))
+        if assign:
+            local_metadata["assign_to_params_buffers"] = assign
+        mod._load_from_state_dict(local_state, prefix, local_metadata, True, missing, unexpected, errors)
+        for name, child in mod._modules.items():
+            if child is not None:
+                child_prefix = prefix + name + "."
+                load(child, {k: v for k, v in local_state.items() if k.startswith(child_prefix)}, child_prefix)
+        if mod._load_state_dict_post_hooks:
+            keys = _IncompatibleKeys(missing, unexpected)
+            for hook in mod._load_state_dict_post_hooks.values():
+                if hook(mod, keys) is not None:
+                    raise RuntimeError(
+                        "load_state_dict post-hooks should modify incompatible_keys in place and return None.")
+
+    load(module, state)
     if strict:
         if unexpected:
             errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in unexpected)))
@@ -65,19 +198,26 @@ def load_state_dict(module: "Module", state: Mapping[str, Any], strict: bool, as
     return _IncompatibleKeys(missing, unexpected)
 
 
-def _load(module: "Module", state: dict, prefix: str, assign: bool, missing: list, unexpected: list,
-          errors: list) -> None:
-    from fgraph.nn.modules.module import _IncompatibleKeys
+def load_from_state_dict(module: "Module", state: Mapping[str, Any], prefix: str, local_metadata: dict,
+                         strict: bool, missing: list, unexpected: list, errors: list) -> None:
+    """torch's ``Module._load_from_state_dict``: pre-hooks, then this module's own entries (rebound)."""
+    from fgraph.nn.modules._hooks import _WrappedHook
 
     for hook in module._load_state_dict_pre_hooks.values():
-        hook(module, state, prefix, {}, True, missing, unexpected, errors)
+        args = (state, prefix, local_metadata, strict, missing, unexpected, errors)
+        if isinstance(hook, _WrappedHook):
+            hook.call_for(module, *args)
+        else:
+            hook(*args)
+    assign = bool(local_metadata.get("assign_to_params_buffers", False))
     local = {n: p for n, p in module._parameters.items() if p is not None}
     local.update((n, b) for n, b in module._buffers.items()
                  if b is not None and n not in module._non_persistent_buffers_set)
     for name, old in local.items():
         key = prefix + name
         if key not in state:
-            missing.append(key)
+            if strict:
+                missing.append(key)
             continue
         try:
             array = as_array(state[key], None if assign else old.dtype, key)
@@ -99,21 +239,20 @@ def _load(module: "Module", state: dict, prefix: str, assign: bool, missing: lis
                 module._parameters[name] = new
         else:
             module._buffers[name] = _wrap(array)
-    for key in state:
-        if key.startswith(prefix):
-            head, dot, _ = key[len(prefix):].partition(".")
-            if (dot and head not in module._modules) or (not dot and head not in local):
-                unexpected.append(key)
-    for name, child in module._modules.items():
-        if child is not None:
-            child_prefix = prefix + name + "."
-            child_state = {k: v for k, v in state.items() if k.startswith(child_prefix)}
-            _load(child, child_state, child_prefix, assign, missing, unexpected, errors)
-    if module._load_state_dict_post_hooks:
-        keys = _IncompatibleKeys(missing, unexpected)
-        for hook in module._load_state_dict_post_hooks.values():
-            if hook(module, keys) is not None:
-                raise RuntimeError("load_state_dict post-hooks should modify incompatible_keys in place and return None.")
+    extra_key = prefix + _EXTRA_STATE_KEY_SUFFIX
+    if _overrides(module, "set_extra_state"):
+        if extra_key in state:
+            module.set_extra_state(state[extra_key])
+        elif strict:
+            missing.append(extra_key)
+    elif strict and extra_key in state:
+        unexpected.append(extra_key)
+    if strict:
+        for key in state:
+            if key.startswith(prefix) and key != extra_key:
+                head, dot, _ = key[len(prefix):].partition(".")
+                if (dot and head not in module._modules) or (not dot and head not in local):
+                    unexpected.append(key)
 
 
 def as_array(value: Any, dtype: Any, key: str) -> jax.Array:

@@ -36,8 +36,8 @@ Example:
 """
 from __future__ import annotations
 
-from collections import OrderedDict, namedtuple
-from typing import Any, Callable, Iterator, Mapping, Optional, TypeVar
+from collections import OrderedDict
+from typing import Any, Callable, Iterator, Optional, TypeVar
 
 import jax
 import numpy as np
@@ -45,6 +45,7 @@ import numpy as np
 from fgraph.nn.modules._hooks import (  # noqa: F401  (re-exported: torch's fgraph.nn.modules.module names)
     _HOOK_DICTS,
     HookMixin,
+    rebind_wrapped_hooks,
     _global_backward_hooks,
     _global_backward_pre_hooks,
     _global_forward_hooks,
@@ -55,6 +56,16 @@ from fgraph.nn.modules._hooks import (  # noqa: F401  (re-exported: torch's fgra
     register_module_full_backward_pre_hook,
 )
 from fgraph.nn.modules._pytree import register as register_pytree
+from fgraph.nn.modules._state_dict import StateDictMixin, _IncompatibleKeys  # noqa: F401
+from fgraph.nn.modules._registration_hooks import (  # noqa: F401  (torch's fgraph.nn.modules.module names)
+    _global_buffer_registration_hooks,
+    _global_module_registration_hooks,
+    _global_parameter_registration_hooks,
+    register_module_buffer_registration_hook,
+    register_module_module_registration_hook,
+    register_module_parameter_registration_hook,
+)
+from fgraph.nn.modules._registration_hooks import _run as _run_registration_hooks
 from fgraph.nn.parameter import Buffer, Parameter, _make_parameter, placed, rebind, track, untrack
 from fgraph.tensor import Tensor, _wrap
 
@@ -64,22 +75,14 @@ __all__ = [
     "register_module_forward_hook",
     "register_module_full_backward_pre_hook",
     "register_module_full_backward_hook",
+    "register_module_buffer_registration_hook",
+    "register_module_module_registration_hook",
+    "register_module_parameter_registration_hook",
 ]
 
 T = TypeVar("T", bound="Module")
 
-class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
-    """What ``load_state_dict`` returns: the keys it missed and the keys it did not expect."""
-
-    def __repr__(self) -> str:
-        if not self.missing_keys and not self.unexpected_keys:
-            return "<All keys matched successfully>"
-        return super().__repr__()
-
-    __str__ = __repr__
-
-
-class Module(HookMixin):
+class Module(StateDictMixin, HookMixin):
     """Base class of every layer and model (``torch.nn.Module``).
 
     Subclass it, call ``super().__init__()`` first, assign parameters, buffers and
@@ -92,11 +95,21 @@ class Module(HookMixin):
     _modules: dict
     call_super_init: bool = False
 
+    _version: int = 1  # torch's: saved in state_dict()._metadata, read back by _load_from_state_dict
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        if args or kwargs:
+        # torch: with ``call_super_init = True`` (a class attribute) the arguments go on to the next
+        # ``__init__`` in the MRO (cooperative multiple inheritance); otherwise there must be none.
+        if self.call_super_init is False and kwargs:
             raise TypeError(
-                f"{type(self).__name__}.__init__() got unexpected arguments; Module.__init__ takes none "
-                "(call super().__init__() with no arguments)."
+                f"{type(self).__name__}.__init__() got an unexpected keyword argument '{next(iter(kwargs))}' "
+                "(Module.__init__ takes no arguments: call super().__init__(), or set the class attribute "
+                "call_super_init = True to pass them on to the next base class)"
+            )
+        if self.call_super_init is False and args:
+            raise TypeError(
+                f"{type(self).__name__}.__init__() takes 1 positional argument but {len(args) + 1} were given "
+                "(call super().__init__() with no arguments, or set the class attribute call_super_init = True)"
             )
         setter = object.__setattr__
         setter(self, "training", True)
@@ -106,6 +119,8 @@ class Module(HookMixin):
         setter(self, "_modules", {})
         for name in _HOOK_DICTS:
             setter(self, name, OrderedDict())
+        if self.call_super_init:
+            super().__init__(*args, **kwargs)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -136,6 +151,13 @@ class Module(HookMixin):
                 f"cannot assign '{type(param).__name__}' object to parameter '{name}' (fgraph.nn.Parameter or None "
                 "required); wrap it: fg.nn.Parameter(tensor)."
             )
+        if param is not None and _global_parameter_registration_hooks:  # torch: not for None
+            param = _run_registration_hooks(_global_parameter_registration_hooks, self, name, param)
+            if param is not None and not isinstance(param, Parameter):
+                raise TypeError(
+                    f"a parameter registration hook returned '{type(param).__name__}' for parameter '{name}'; "
+                    "it must return None or an fgraph.nn.Parameter"
+                )
         old = self._parameters.get(name)
         if isinstance(old, Parameter):
             untrack(old, self, name)
@@ -158,7 +180,10 @@ class Module(HookMixin):
             raise TypeError(
                 f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' (fgraph Tensor or None required)"
             )
-        if tensor is not None and tensor._edge is None:  # a plain value: commit it (see nn.parameter.placed)
+        if _global_buffer_registration_hooks:
+            tensor = _run_registration_hooks(_global_buffer_registration_hooks, self, name, tensor)
+        # a plain value: commit it (see nn.parameter.placed)
+        if tensor is not None and isinstance(tensor, Tensor) and tensor._edge is None:
             data = placed(tensor.array)
             if data is not tensor.array or isinstance(tensor, Buffer):
                 tensor = _wrap(data)
@@ -175,6 +200,8 @@ class Module(HookMixin):
         _check_name(name, "module")
         if hasattr(self, name) and name not in self._modules:
             raise KeyError(f"attribute '{name}' already exists")
+        if _global_module_registration_hooks:
+            module = _run_registration_hooks(_global_module_registration_hooks, self, name, module)
         self._modules[name] = module
 
     register_module = add_module
@@ -199,19 +226,22 @@ class Module(HookMixin):
                 raise AttributeError("cannot assign module before Module.__init__() call")
             self._drop_parameter(name)
             _remove_from(name, d, self._buffers, self._non_persistent_buffers_set)
+            if _global_module_registration_hooks:
+                value = _run_registration_hooks(_global_module_registration_hooks, self, name, value)
             self._modules[name] = value
         elif params is not None and name in self._modules:
             if value is not None:
                 raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' (Module or None expected)")
-            self._modules[name] = None
+            if _global_module_registration_hooks:
+                value = _run_registration_hooks(_global_module_registration_hooks, self, name, value)
+            self._modules[name] = value
         elif isinstance(value, Buffer) or (params is not None and name in self._buffers):
             if params is None:
                 raise AttributeError("cannot assign buffer before Module.__init__() call")
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' (fgraph Tensor or None expected)")
             persistent = value.persistent if isinstance(value, Buffer) else name not in self._non_persistent_buffers_set
-            self._drop_parameter(name)
-            _remove_from(name, d, self._modules)
+            # torch removes nothing here: a plain attribute of that name makes register_buffer raise KeyError
             self.register_buffer(name, value, persistent)
         else:
             object.__setattr__(self, name, value)
@@ -246,11 +276,20 @@ class Module(HookMixin):
         return sorted(k for k in keys if not k[0].isdigit())
 
     def __setstate__(self, state: dict) -> None:
-        """Restore from ``copy``/``deepcopy``: the copied parameters learn their new owner."""
+        """Restore from ``pickle``/``copy``/``deepcopy``: the parameters learn their new owner, hooks
+        registered with ``with_module`` point at this module, missing tables are made (older pickles)."""
         self.__dict__.update(state)
+        d = self.__dict__
+        for table in ("_parameters", "_buffers", "_modules"):
+            d.setdefault(table, {})
+        d.setdefault("_non_persistent_buffers_set", set())
+        d.setdefault("training", True)
+        for name in _HOOK_DICTS:
+            d.setdefault(name, OrderedDict())
         for name, p in self._parameters.items():
             if isinstance(p, Parameter):
                 track(p, self, name)
+        rebind_wrapped_hooks(self)
 
     # -- iteration -------------------------------------------------------------------------------
     def named_modules(self, memo: Optional[set] = None, prefix: str = "",
@@ -333,6 +372,37 @@ class Module(HookMixin):
             if not isinstance(module, Module):
                 raise AttributeError(f"`{item}` is not an nn.Module (looking up {target!r})")
         return module
+
+    def set_submodule(self, target: str, module: "Module", strict: bool = False) -> None:
+        """Put ``module`` at the dotted path ``target``, replacing a submodule there or (``strict=False``)
+        adding a new one under an existing parent.
+
+        Raises ``ValueError`` for an empty ``target`` or a non-Module ``module``; ``AttributeError`` when
+        the parent path does not exist, when ``strict=True`` and there is nothing to replace, or when
+        the name is taken by something that is not a Module.
+
+        Example:
+            >>> import fgraph as fg
+            >>> net = fg.nn.Sequential(fg.nn.Linear(2, 2), fg.nn.ReLU())
+            >>> net.set_submodule("1", fg.nn.Tanh())
+            >>> net
+            Sequential(
+              (0): Linear(in_features=2, out_features=2, bias=True)
+              (1): Tanh()
+            )
+        """
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        parent_path, _, name = target.rpartition(".")
+        parent = self.get_submodule(parent_path)
+        if strict and not hasattr(parent, name):
+            raise AttributeError(f"{parent._get_name()} has no attribute `{name}` (set_submodule with "
+                                 "strict=True only replaces existing submodules; pass strict=False to add one)")
+        if hasattr(parent, name) and not isinstance(getattr(parent, name), Module):
+            raise AttributeError(f"`{name}` is not an nn.Module")
+        setattr(parent, name, module)
 
     def get_parameter(self, target: str) -> Parameter:
         """The parameter at a dotted path (``"fc1.weight"``)."""
@@ -458,44 +528,6 @@ class Module(HookMixin):
                     done[id(b)] = b if data is b.array else _wrap(data)
                 module._buffers[name] = done[id(b)]
         return self
-
-    # -- state dict ---------------------------------------------------------------------------------
-    def state_dict(self, *, destination: Optional[dict] = None, prefix: str = "",
-                   keep_vars: bool = False) -> "OrderedDict[str, Tensor]":
-        """Parameters and persistent buffers by dotted name, in PyTorch's order (tied entries under each name).
-
-        Values are detached tensors sharing the arrays (``keep_vars=True``: the
-        Parameters themselves). Save it with ``fg.save``.
-
-        Example:
-            >>> import fgraph as fg
-            >>> list(fg.nn.Linear(2, 3).state_dict())
-            ['weight', 'bias']
-        """
-        from fgraph.nn.modules._state_dict import state_dict
-
-        return state_dict(self, destination, prefix, keep_vars)
-
-    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True,
-                        assign: bool = False) -> _IncompatibleKeys:
-        """Rebind parameters and buffers to the values in ``state_dict``; return ``(missing_keys, unexpected_keys)``.
-
-        Values may be fgraph Tensors, ``jax.Array``s, NumPy arrays or PyTorch tensors;
-        they are cast to each parameter's dtype (``assign=True`` keeps theirs). A shape
-        mismatch always raises; with ``strict=True`` (default) missing or unexpected
-        keys raise too, each named in the message.
-
-        Example:
-            >>> import fgraph as fg
-            >>> a, b = fg.nn.Linear(2, 2), fg.nn.Linear(2, 2)
-            >>> b.load_state_dict(a.state_dict())
-            <All keys matched successfully>
-            >>> b.weight.tolist() == a.weight.tolist()
-            True
-        """
-        from fgraph.nn.modules._state_dict import load_state_dict
-
-        return load_state_dict(self, state_dict, strict, assign)
 
     # -- printing --------------------------------------------------------------------------------
     def extra_repr(self) -> str:
