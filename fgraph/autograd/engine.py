@@ -37,7 +37,7 @@ from fgraph.autograd.grad_mode import _GRAD_ENABLED
 from fgraph.autograd.gradients import Gradients
 from fgraph.autograd._ready_heap import _compute_dependencies, _init_to_execute, _run_ready_heap
 from fgraph.autograd.forward_ad import open_levels
-from fgraph.autograd.graph import GradientEdge, GraphRoot, Node
+from fgraph.autograd.graph import AccumulateGrad, GradientEdge, GraphRoot, Node
 from fgraph.errors import GradError
 from fgraph.lazy._state import LAZY
 from fgraph.tensor import Tensor, _is_torch_tensor, _wrap, type_name
@@ -71,6 +71,11 @@ def grad(
     gains that leading dimension. ``only_inputs`` is accepted and ignored, as in PyTorch
     (``False`` warns that it is deprecated).
 
+    ``outputs`` and ``inputs`` may hold :class:`~fgraph.autograd.graph.GradientEdge` s
+    (``fg.autograd.graph.get_gradient_edge(t)``): an output edge is seeded with its
+    ``grad_outputs`` entry, which is required (fgraph's nodes do not record their
+    outputs' shapes; a leaf's edge of size 1 is seeded with ones, as in torch).
+
     Example:
         >>> import fgraph as fg
         >>> x = fg.tensor(2.0, requires_grad=True)
@@ -82,7 +87,7 @@ def grad(
     if not only_inputs:
         warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). To get the "
                       "gradients of every leaf, use fg.backward (it returns them).", FutureWarning, stacklevel=2)
-    outputs_t = _as_tuple(outputs, "grad", "outputs")
+    outputs_t = _as_tuple(outputs, "grad", "outputs", edges=True)
     inputs_t = _as_inputs(inputs, "grad")
     if not inputs_t:
         raise GradError("grad: 'inputs' cannot be empty.")
@@ -164,6 +169,9 @@ def _batched_grad(outputs: tuple, inputs: tuple, grad_outputs: Any, create_graph
                         "loop over the batch or use fg.autograd.functional.jacobian(..., create_graph=True).")
     if grad_outputs is None:
         raise GradError("grad: is_grads_batched=True needs grad_outputs with a leading batch dimension.")
+    if any(type(out) is GradientEdge for out in outputs):
+        raise GradError("grad: is_grads_batched=True is not supported with GradientEdge outputs (as in torch); "
+                        "pass the output tensors, or loop over the batch.")
     given = (grad_outputs,) if isinstance(grad_outputs, Tensor) else tuple(grad_outputs)
     if len(given) != len(outputs):
         raise GradError(f"grad: got {len(given)} gradients for {len(outputs)} outputs.")
@@ -204,8 +212,9 @@ def _describe_input(x: Any) -> str:
     return f"shape {x.shape}" if isinstance(x, Tensor) else f"GradientEdge into {x[0].name()}"
 
 
-def _as_tuple(value: Any, fn: str, what: str) -> tuple:
-    if isinstance(value, Tensor):
+def _as_tuple(value: Any, fn: str, what: str, edges: bool = False) -> tuple:
+    """``value`` as a tuple of Tensors (and of :class:`GradientEdge` s with ``edges``)."""
+    if isinstance(value, Tensor) or (edges and isinstance(value, GradientEdge)):
         return (value,)
     try:
         items = tuple(value) if not _is_torch_tensor(value) else None
@@ -214,8 +223,9 @@ def _as_tuple(value: Any, fn: str, what: str) -> tuple:
     if items is None:
         raise TypeError(f"{fn}: {what} must be an fgraph Tensor or a sequence of them, got {type_name(value)}.")
     for i, t in enumerate(items):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"{fn}: {what}[{i}] is a {type_name(t)}, expected an fgraph Tensor.")
+        if not isinstance(t, Tensor) and not (edges and isinstance(t, GradientEdge)):
+            raise TypeError(f"{fn}: {what}[{i}] is a {type_name(t)}, expected an fgraph Tensor"
+                            + (" or a GradientEdge." if edges else "."))
     return items
 
 
@@ -236,6 +246,9 @@ def _make_seeds(outputs: tuple, grad_outputs: Any, fn: str) -> list:
             )
     seeds = []
     for i, (out, g) in enumerate(zip(outputs, given)):
+        if type(out) is GradientEdge:
+            seeds.append(_edge_seed(out, g, i, fn))
+            continue
         if out._edge is None:
             raise GradError(
                 f"{fn}: output {i} does not require grad and does not have a grad_fn; " + (
@@ -265,6 +278,36 @@ def _make_seeds(outputs: tuple, grad_outputs: Any, fn: str) -> list:
                 )
         seeds.append(g)
     return seeds
+
+
+def _edge_seed(edge: GradientEdge, g: Any, i: int, fn: str) -> Tensor:
+    """The seed for an output given as a :class:`GradientEdge`: its ``grad_outputs`` entry.
+
+    Only an ``AccumulateGrad`` edge knows its tensor (the leaf): there, a missing seed of a
+    size-1 leaf is ones and the given seed's shape is checked, as torch does for every edge.
+    """
+    leaf = edge[0].variable if isinstance(edge[0], AccumulateGrad) else None
+    if g is None:
+        if leaf is None or leaf.array.size != 1:
+            raise GradError(
+                f"{fn}: output {i} is a GradientEdge into {edge[0].name()}; pass its gradient in grad_outputs "
+                "(grad can be implicitly created only for scalar outputs, and fgraph's nodes do not record "
+                "the shapes of their outputs)."
+            )
+        return _wrap(_implicit_seed(leaf.array))
+    if not isinstance(g, Tensor):
+        g = _wrap(jnp.asarray(g) if leaf is None else jnp.asarray(g, leaf.dtype))
+    if leaf is not None and g.shape != leaf.shape:
+        raise GradError(
+            f"{fn}: mismatch in shape: grad_output[{i}] has shape {g.shape} and output[{i}] (a GradientEdge into "
+            f"a leaf) has shape {leaf.shape}; they must be equal."
+        )
+    return g
+
+
+def _root_edge(root: Any) -> GradientEdge:
+    """The edge a root (a Tensor or a :class:`GradientEdge`) seeds."""
+    return root if type(root) is GradientEdge else root._edge
 
 
 _SEEDS: dict = {}  # (shape, dtype, sharding) -> ones: arrays are immutable, so one serves every pass
@@ -357,9 +400,9 @@ def _execute_pass(roots: tuple, seeds: list, inputs: Optional[tuple], create_gra
             output_edges.append(edge)
 
     if len(roots) == 1:
-        graph_root, root_nr = roots[0]._edge
+        graph_root, root_nr = _root_edge(roots[0])
     else:
-        graph_root, root_nr = GraphRoot([r._edge for r in roots], seeds), 0
+        graph_root, root_nr = GraphRoot([_root_edge(r) for r in roots], seeds), 0
 
     min_topo = min(e[0].topological_nr for e in output_edges) if output_edges else 0
     extras = RECORD_EXTRAS.get()

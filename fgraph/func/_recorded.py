@@ -78,6 +78,11 @@ class BatchRecorder(Recorder):
         for o in outputs:
             if not (type(o) is LazyArray and o._rec is self and o._slot >= 0):
                 o = self.call(_SAME, (o,))
+                if not (type(o) is LazyArray and o._rec is self):
+                    # A value this recording cannot hold (a tracer of an enclosing jax.vmap that func's
+                    # closure captured): the general path maps it, broadcasting it as torch.func does.
+                    self.discard()
+                    raise ValuesNeeded("vmap's function returned a value traced by an enclosing transform")
             slots.append(o._slot)
         in_axes = tuple(self.axes) + (None,) * (len(self.externals) - len(self.axes))
         key = (tuple(self.records), tuple(self.ext_kids), tuple(slots), in_axes, tuple(out_axes))

@@ -20,6 +20,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import jax
 import numpy as np
 
+from fgraph.errors import TransformValueError
 from fgraph.tensor import Tensor, _wrap
 
 __all__ = ["functional_call"]
@@ -169,7 +170,7 @@ def functional_call(module: Any, parameter_and_buffer_dicts: Dicts, args: Any = 
         if missing:
             lines.append(f"\tMissing key(s): {', '.join(repr(k) for k in missing)} (strict=True needs a "
                          "value for every parameter and buffer).")
-        raise ValueError("\n".join(lines))
+        raise TransformValueError("\n".join(lines))  # a ValueError; torch.func raises RuntimeError
     if tie_weights:
         values = _tied_values(slots, given)
     else:

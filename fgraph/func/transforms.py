@@ -40,6 +40,7 @@ from fgraph.autograd import forward_ad
 from fgraph.autograd.engine import grad as _engine_grad
 from fgraph.autograd.forward_ad import carry
 from fgraph.autograd.grad_mode import enable_grad, is_grad_enabled
+from fgraph.errors import OpError, TransformTypeError, TransformValueError
 from fgraph.func._tree import detach_tree, same_structure, tensor_leaves, unflatten
 from fgraph.tensor import Tensor, _wrap
 
@@ -56,15 +57,16 @@ def _normalize_argnums(argnums: Any, nargs: int, fname: str) -> tuple:
                                                          for a in argnums):
         nums = argnums
     else:
-        raise TypeError(f"{fname}: argnums must be an int or a non-empty tuple of ints, got {argnums!r}.")
+        raise TransformTypeError(f"{fname}: argnums must be an int or a non-empty tuple of ints, got {argnums!r}.")
     out = []
     for a in nums:
         if not -nargs <= a < nargs:
-            raise ValueError(f"{fname}: Got argnums={argnums!r}, but only {nargs} positional inputs were given; "
-                             f"argnums must index the positional arguments (0 to {nargs - 1}).")
+            raise TransformValueError(
+                f"{fname}: Got argnums={argnums!r}, but only {nargs} positional inputs were given; "
+                f"argnums must index the positional arguments (0 to {nargs - 1}).")
         out.append(a % nargs)
     if len(set(out)) != len(out):
-        raise ValueError(f"{fname}: argnums must be unique, got {argnums!r}.")
+        raise TransformValueError(f"{fname}: argnums must be unique, got {argnums!r}.")
     return tuple(out)
 
 
@@ -118,12 +120,12 @@ class _Prepared:
 
 def _check_diff_leaf(leaf: Any, argnum: int, fname: str) -> None:
     if not isinstance(leaf, Tensor):
-        raise TypeError(f"{fname}: argument {argnum} must be a Tensor or a pytree (dict, tuple, list) of Tensors, "
-                        f"but it holds a {type(leaf).__name__}. Move non-Tensor arguments out of argnums.")
+        raise OpError(f"{fname}: argument {argnum} must be a Tensor or a pytree (dict, tuple, list) of Tensors, "
+                      f"but it holds a {type(leaf).__name__}. Move non-Tensor arguments out of argnums.")
     if not is_differentiable_dtype(leaf.dtype):
-        raise TypeError(f"{fname}: argument {argnum} holds a Tensor of dtype {leaf.dtype} (shape {leaf.shape}); "
-                        "only floating point and complex inputs can be differentiated. Convert it with .float() "
-                        "or leave it out of argnums.")
+        raise TransformTypeError(
+            f"{fname}: argument {argnum} holds a Tensor of dtype {leaf.dtype} (shape {leaf.shape}); only floating "
+            "point and complex inputs can be differentiated. Convert it with .float() or leave it out of argnums.")
 
 
 def _zeros_like(t: Tensor) -> Tensor:
@@ -134,9 +136,34 @@ def _split_aux(out: Any, has_aux: bool, fname: str) -> tuple:
     if not has_aux:
         return out, None
     if not (isinstance(out, tuple) and len(out) == 2):
-        raise TypeError(f"{fname}(f)(*args): output of function f should be a tuple: (output, aux) if "
-                        f"has_aux is True, got {type(out).__name__}.")
+        raise TransformTypeError(f"{fname}(f)(*args): output of function f should be a tuple: (output, aux) if "
+                                 f"has_aux is True, got {type(out).__name__}.")
+    bad = _non_tensor_leaf(out[1])
+    if bad is not _NONE_FOUND:
+        raise TransformTypeError(
+            f"{fname}(f)(*args): with has_aux=True, aux must be a Tensor or a pytree (tuple, list, dict) of "
+            f"Tensors, as in torch.func, but it holds a {type(bad).__name__} ({bad!r}). Return Python values "
+            "from outside the transform, or wrap them with fg.tensor.")
     return out
+
+
+_NONE_FOUND = object()
+
+
+def _non_tensor_leaf(tree: Any) -> Any:
+    """The first leaf of ``tree`` (tuples, lists, dicts) that is not a Tensor (``None`` counts), or ``_NONE_FOUND``."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Tensor):
+            continue
+        if isinstance(node, (tuple, list)):
+            stack.extend(reversed(node))
+        elif isinstance(node, dict):
+            stack.extend(reversed(list(node.values())))
+        else:
+            return node
+    return _NONE_FOUND
 
 
 def _grad_of_leaves(outputs: tuple, inputs: list, seeds: Any, create_graph: bool) -> list:
@@ -163,9 +190,10 @@ def _grad_and_value_impl(func: Callable, argnums: Argnums, has_aux: bool, fname:
         prep = _Prepared(args, nums, connected, fname)
         out, aux = _split_aux(func(*prep.args, **kwargs), has_aux, fname)
         if not isinstance(out, Tensor):
-            raise TypeError(f"{fname}(f)(*args): Expected f(*args) to return a Tensor, got {type(out).__name__}.")
+            raise TransformTypeError(
+                f"{fname}(f)(*args): Expected f(*args) to return a Tensor, got {type(out).__name__}.")
         if out.ndim != 0:
-            raise ValueError(
+            raise TransformValueError(
                 f"{fname}(f)(*args): Expected f(*args) to return a scalar Tensor, got tensor with {out.ndim} dims "
                 f"(shape {out.shape}). Maybe you wanted to use the vjp or jacrev APIs instead, or to .sum() it?")
         flat = _grad_of_leaves((out,), prep.leaves, None, connected)
@@ -220,11 +248,17 @@ def grad(func: Callable, argnums: Argnums = 0, has_aux: bool = False) -> Callabl
 
 
 # -- vjp / jvp ------------------------------------------------------------------------------------------
-def _check_outputs(leaves: list, fname: str, what: str = "f(*primals)") -> None:
-    for leaf in leaves:
-        if not isinstance(leaf, Tensor):
-            raise TypeError(f"{fname}: Expected {what} to return only Tensors (or pytrees of Tensors), "
-                            f"got a {type(leaf).__name__}.")
+def _check_outputs(out: Any, fname: str, what: str = "f(*primals)") -> tuple:
+    """``(leaves, treedef)`` of the output ``out``: only Tensors (``None`` is no Tensor), at least one."""
+    bad = _NONE_FOUND if out is None else _non_tensor_leaf(out)  # None: no output at all (torch's "empty")
+    if bad is not _NONE_FOUND:
+        raise TransformTypeError(f"{fname}: Expected {what} to return only Tensors (or pytrees of Tensors), "
+                                 f"got a {type(bad).__name__}.")
+    leaves, treedef = tensor_leaves(out)
+    if out is None or not leaves:
+        raise TransformValueError(f"{fname}: Expected f to be a function that has non-empty output, but {what} "
+                                  f"returned {out!r}; there is nothing to differentiate.")
+    return leaves, treedef
 
 
 class _VjpFn:
@@ -241,13 +275,14 @@ class _VjpFn:
     def __call__(self, cotangents: Any) -> tuple:
         ct_leaves, ct_def = tensor_leaves(cotangents)
         if not same_structure(ct_def, self._out_def):
-            raise ValueError(f"vjp_fn: Expected cotangents with the structure of the output ({self._out_def}), "
-                             f"got {ct_def}.")
+            raise TransformValueError(
+                f"vjp_fn: Expected cotangents with the structure of the output ({self._out_def}), "
+                f"got {ct_def}.")
         for i, (c, o) in enumerate(zip(ct_leaves, self._outputs)):
             if not isinstance(c, Tensor) or c.shape != o.shape:
                 got = c.shape if isinstance(c, Tensor) else type(c).__name__
-                raise ValueError(f"vjp_fn: cotangent {i} must be a Tensor of shape {o.shape} (the output's), "
-                                 f"got {got}.")
+                error = TransformValueError if isinstance(c, Tensor) else OpError  # torch: RuntimeError, TypeError
+                raise error(f"vjp_fn: cotangent {i} must be a Tensor of shape {o.shape} (the output's), got {got}.")
         # Under fg.no_grad() the results are graph-free, as torch.func's (whatever the primals were).
         create = is_grad_enabled() and (self._connected or any(c.requires_grad for c in ct_leaves))
         with enable_grad():
@@ -276,8 +311,7 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     with enable_grad():
         prep = _Prepared(primals, tuple(range(len(primals))), connected, "vjp")
         out, aux = _split_aux(func(*prep.args), has_aux, "vjp")
-    out_leaves, out_def = tensor_leaves(out)
-    _check_outputs(out_leaves, "vjp")
+    out_leaves, out_def = _check_outputs(out, "vjp")
     fn = _VjpFn(out_leaves, out_def, prep, connected)
     value = _maybe_detach(out, connected)
     if has_aux:
@@ -306,10 +340,7 @@ class _FlatFunction:
         for a, tree in zip(self.argnums, self.prep_template.restructure(list(leaves))):
             new_args[a] = tree
         out, self.aux = _split_aux(self.func(*new_args, **self.kwargs), self.has_aux, self.fname)
-        out_leaves, self.out_def = tensor_leaves(out)
-        _check_outputs(out_leaves, self.fname, "f(*args)")
-        if not out_leaves:
-            raise ValueError(f"{self.fname}: f(*args) returned no Tensors.")
+        out_leaves, self.out_def = _check_outputs(out, self.fname, "f(*args)")
         if self.fname in _REAL_JACOBIANS:
             _check_real(out_leaves, self.fname, "outputs")
         return tuple(out_leaves)
@@ -331,29 +362,28 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False, ha
         [2.0, 4.0]
     """
     if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
-        raise TypeError("jvp(f, primals, tangents): Expected primals and tangents to be tuples, got "
-                        f"{type(primals).__name__} and {type(tangents).__name__}. E.g. jvp(f, (x,), (t,)).")
+        raise TransformTypeError("jvp(f, primals, tangents): Expected primals and tangents to be tuples, got "
+                                 f"{type(primals).__name__} and {type(tangents).__name__}. E.g. jvp(f, (x,), (t,)).")
     p_leaves, p_def = tensor_leaves(primals)
     t_leaves, t_def = tensor_leaves(tangents)
     if not same_structure(p_def, t_def):
-        raise ValueError(f"jvp(f, primals, tangents): Expected primals and tangents to have the same structure, "
-                         f"got {p_def} and {t_def}.")
+        raise TransformValueError(
+            f"jvp(f, primals, tangents): Expected primals and tangents to have the same structure, "
+            f"got {p_def} and {t_def}.")
     for i, (p, t) in enumerate(zip(p_leaves, t_leaves)):
         _check_diff_leaf(p, i, "jvp")
         if not isinstance(t, Tensor) or t.shape != p.shape or t.dtype != p.dtype:
             got = f"{t.shape} {t.dtype}" if isinstance(t, Tensor) else type(t).__name__
-            raise ValueError(f"jvp(f, primals, tangents): tangent {i} must be a Tensor of shape {p.shape} and dtype "
-                             f"{p.dtype} (its primal's), got {got}.")
+            raise TransformValueError(
+                f"jvp(f, primals, tangents): tangent {i} must be a Tensor of shape {p.shape} and dtype "
+                f"{p.dtype} (its primal's), got {got}.")
     connected = _connected(primals, {})
     with forward_ad.dual_level():
         # Not connected: no primal records a node here anyway; detaching would also stop JAX's own
         # derivatives when traced (interop.to_jax of a function computing a jvp).
         duals = [forward_ad.make_dual(p, t) for p, t in zip(p_leaves, t_leaves)]
         out, aux = _split_aux(func(*unflatten(p_def, duals)), has_aux, "jvp")
-        out_leaves, out_def = tensor_leaves(out)
-        _check_outputs(out_leaves, "jvp")
-        if not out_leaves:
-            raise ValueError("jvp(f, primals, tangents): f(*primals) returned no Tensors.")
+        out_leaves, out_def = _check_outputs(out, "jvp(f, primals, tangents)")
         values, tangents_out = [], []
         for o in out_leaves:
             primal, tangent = forward_ad.unpack_dual(o)
@@ -395,8 +425,9 @@ class _Linearized:
 
     def __call__(self, *tangents: Any) -> Any:
         if len(tangents) != len(self.primals):
-            raise ValueError(f"linearize's jvp_fn: expected {len(self.primals)} tangents (one per primal), got "
-                             f"{len(tangents)}.")
+            raise TransformValueError(
+                f"linearize's jvp_fn: expected {len(self.primals)} tangents (one per primal), got "
+                f"{len(tangents)}.")
         return jvp(self.func, self.primals, tangents)[1]
 
 
@@ -477,7 +508,7 @@ def jacfwd(func: Callable, argnums: Argnums = 0, has_aux: bool = False, *, rando
         [[1.0, 0.0], [0.0, 2.0]]
     """
     if randomness not in ("error", "different", "same"):
-        raise ValueError(f'jacfwd: randomness must be "error", "different" or "same", got {randomness!r}.')
+        raise TransformValueError(f'jacfwd: randomness must be "error", "different" or "same", got {randomness!r}.')
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:

@@ -43,6 +43,7 @@ from fgraph import random as _random
 from fgraph._dtypes import is_differentiable_dtype
 from fgraph.autograd.function import Function
 from fgraph.autograd.grad_mode import enable_grad, is_grad_enabled
+from fgraph.errors import DimOutOfRangeError, TracedValueError, TransformValueError, VmapSpecError, VmapTracedValueError
 from fgraph.func._recorded import BatchRecorder, ValuesNeeded
 from fgraph.func._tree import flatten, key_orders, tensor_leaves, tree_map, unflatten, with_key_orders
 from fgraph.lazy._state import LAZY
@@ -85,9 +86,10 @@ def _is_tensor_leaf(x: Any) -> bool:
 def _flat_in_dims(in_dims: Any, args: tuple) -> list:
     if _is_dim_leaf(in_dims):
         return _dims_per_leaf(in_dims, args, "in_dims")
-    if not isinstance(in_dims, (tuple, list)):
-        raise TypeError(f"vmap: in_dims must be an int, None, or a tuple with one entry per positional argument, "
-                        f"got {type(in_dims).__name__}.")
+    if not isinstance(in_dims, tuple):  # torch.func: a list (or set, str) is a ValueError
+        raise VmapSpecError(
+            f"vmap: in_dims must be an int, None, or a tuple with one entry per positional argument, got "
+            f"{type(in_dims).__name__} {in_dims!r}. As in torch.func, a list is not accepted: write a tuple.")
     if len(in_dims) != len(args):
         raise ValueError(
             f"vmap(f, in_dims={in_dims!r}, ...)(<inputs>): in_dims is not compatible with the structure of "
@@ -139,12 +141,14 @@ class _Plan:
 class _Runner:
     """The pure function handed to ``jax.vmap``: batched arrays (and keys) in, a pytree of arrays out."""
 
-    __slots__ = ("func", "plan", "kwargs", "randomness", "finished", "orders")
+    __slots__ = ("func", "plan", "kwargs", "randomness", "out_dims", "finished", "orders", "single")
 
-    def __init__(self, func: Callable, plan: _Plan, kwargs: dict, randomness: str) -> None:
+    def __init__(self, func: Callable, plan: _Plan, kwargs: dict, randomness: str, out_dims: Any = 0) -> None:
         self.func, self.plan, self.kwargs, self.randomness = func, plan, kwargs, randomness
+        self.out_dims = out_dims
         self.finished = False
         self.orders: Optional[tuple] = None  # the key orders of func's output
+        self.single = False  # func returned one Tensor for a 1-tuple out_dims: returned as a 1-tuple, unwrapped
 
     def __call__(self, arrays: list, key: Any) -> Any:
         leaves = [_detached(x) for x in self.plan.leaves]
@@ -157,6 +161,12 @@ class _Runner:
             generator.set_state(key)
         try:
             out = self.func(*args, **self.kwargs)
+        except TracedValueError as e:
+            if self.randomness == "error" and generator.get_state() is not before:
+                raise RuntimeError(_RANDOM_ERROR) from e
+            if isinstance(e, RuntimeError):
+                raise
+            raise VmapTracedValueError(*e.args).with_traceback(e.__traceback__) from None
         except Exception as e:
             if self.randomness == "error" and generator.get_state() is not before:
                 raise RuntimeError(_RANDOM_ERROR) from e
@@ -168,6 +178,10 @@ class _Runner:
             raise RuntimeError(_RANDOM_ERROR)
         self.orders = key_orders(out, _is_tensor_leaf)  # jax.vmap rebuilds dicts sorted: see _vmap_once
         out = jax.tree_util.tree_map(_to_array, out, is_leaf=_is_tensor_leaf)
+        _check_out_range(self.out_dims, out)
+        if isinstance(out, jax.Array) and _fit_out_dims(self.out_dims, out) is not self.out_dims:
+            self.single = True
+            out = (out,)  # matches the 1-tuple out_dims jax.vmap was given
         self.finished = True
         return out
 
@@ -181,11 +195,33 @@ def _detached(x: Any) -> Any:
     return x.detach() if isinstance(x, Tensor) and x.requires_grad else x
 
 
+def _fit_out_dims(out_dims: Any, out: Any) -> Any:
+    """``out_dims`` for the output ``out``: a 1-tuple for a single output stands for its one entry (as in torch)."""
+    if isinstance(out_dims, tuple) and len(out_dims) == 1 and not isinstance(out, (tuple, list, dict)):
+        return out_dims[0]
+    return out_dims
+
+
+def _check_out_range(out_dims: Any, out: Any) -> None:
+    """Raise :class:`DimOutOfRangeError` for an out_dim beyond the batched output's dimensions."""
+    fitted = _fit_out_dims(out_dims, out)
+    leaves = jax.tree_util.tree_leaves(out, is_leaf=_is_tensor_leaf)
+    dims = [fitted] * len(leaves) if _is_dim_leaf(fitted) else _dims_per_leaf(fitted, out, "out_dims")
+    for d, leaf in zip(dims, leaves):
+        if d is None or isinstance(d, bool) or not hasattr(leaf, "ndim"):
+            continue
+        rank = leaf.ndim + 1  # the output with its batch dimension
+        if not -rank <= d < rank:
+            raise DimOutOfRangeError(
+                f"vmap: out_dims={out_dims!r}: Dimension out of range (expected to be in range of [{-rank}, "
+                f"{rank - 1}], but got {d}) for an output of per-sample shape {tuple(leaf.shape)}.")
+
+
 def _to_array(x: Any) -> Any:
     if isinstance(x, Tensor):
         return x.array
-    raise TypeError(f"vmap: `func` must only return Tensors (or pytrees of Tensors), got a {type(x).__name__}. "
-                    "Return Python values from outside vmap, or wrap them with fg.tensor.")
+    raise VmapSpecError(f"vmap: `func` must only return Tensors (or pytrees of Tensors), got a {type(x).__name__}. "
+                        "Return Python values from outside vmap, or wrap them with fg.tensor.")
 
 
 def _run_vmapped(func: Callable, plan: _Plan, kwargs: dict, out_dims: Any, randomness: str,
@@ -204,7 +240,7 @@ def _run_vmapped(func: Callable, plan: _Plan, kwargs: dict, out_dims: Any, rando
         results.append(_vmap_once(func, plan, kwargs, out_dims, randomness, chunk, axes, chunk_keys, key_axis))
     first = results[0]
     leaves0, treedef = flatten(first)
-    flat_dims = _dims_per_leaf(out_dims, first, "out_dims")
+    flat_dims = _dims_per_leaf(_fit_out_dims(out_dims, first), first, "out_dims")
     per_chunk = [jax.tree_util.tree_leaves(r) for r in results]
     joined = []
     for j, d in enumerate(flat_dims):
@@ -217,14 +253,15 @@ def _run_vmapped(func: Callable, plan: _Plan, kwargs: dict, out_dims: Any, rando
 
 def _vmap_once(func: Callable, plan: _Plan, kwargs: dict, out_dims: Any, randomness: str, arrays: list,
                axes: list, keys: Any, key_axis: Optional[int]) -> Any:
-    runner = _Runner(func, plan, kwargs, randomness)
+    runner = _Runner(func, plan, kwargs, randomness, out_dims)
     mapped = jax.vmap(runner, in_axes=(axes, key_axis), out_axes=out_dims)
     try:
-        return with_key_orders(mapped(arrays, keys), runner.orders)
+        out = mapped(arrays, keys)
     except (ValueError, TypeError) as e:
         if not runner.finished:
             raise
         raise _out_dims_error(out_dims, e) from None
+    return out[0] if runner.single else with_key_orders(out, runner.orders)
 
 
 def _out_dims_error(out_dims: Any, e: Exception) -> ValueError:
@@ -263,7 +300,8 @@ def _run_recorded(func: Callable, plan: _Plan, kwargs: dict, out_dims: Any) -> A
         raise RuntimeError(_RANDOM_ERROR)
     out_leaves, treedef = flatten(out, is_leaf=_is_tensor_leaf)
     arrays = [_to_array(x) for x in out_leaves]
-    dims = _dims_per_leaf(out_dims, out, "out_dims")
+    _check_out_range(out_dims, out)
+    dims = _dims_per_leaf(_fit_out_dims(out_dims, out), out, "out_dims")
     try:
         batched = rec.run(arrays, dims)
     except (ValueError, TypeError) as e:
@@ -293,7 +331,7 @@ class Vmap(Function):
         out = _run_vmapped(spec.func, spec.plan, spec.kwargs, spec.out_dims, spec.randomness, spec.chunk_size,
                            spec.keys)
         leaves, spec.out_def = flatten(out)
-        spec.out_dims_flat = _dims_per_leaf(spec.out_dims, out, "out_dims")
+        spec.out_dims_flat = _dims_per_leaf(_fit_out_dims(spec.out_dims, out), out, "out_dims")
         return tuple(_wrap(a) for a in leaves)
 
     @staticmethod
@@ -398,7 +436,7 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
         [[6.0, 6.0], [8.0, 0.0], [0.0, 36.0]]
     """
     if randomness not in _RANDOMNESS:
-        raise ValueError(f'vmap: randomness must be "error", "different" or "same", got {randomness!r}.')
+        raise TransformValueError(f'vmap: randomness must be "error", "different" or "same", got {randomness!r}.')
     if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int)
                                    or chunk_size < 1):
         raise ValueError(f"vmap: chunk_size should be None or a positive int, got {chunk_size!r}.")
