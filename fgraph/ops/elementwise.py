@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fgraph._dtypes import canonical_dtype
-from fgraph.ops._declare import apply_binary, apply_op, apply_unary, declare
+from fgraph.ops._declare import OpDef, apply_binary, apply_op, apply_unary, declare
 from fgraph.tensor import Tensor, _wrap
 
 Number = Any  # Tensor or Python scalar
@@ -339,7 +339,33 @@ MAXIMUM = declare("maximum", jnp.maximum, _maximum_rule, save_inputs=True, hint=
 MINIMUM = declare("minimum", jnp.minimum, _minimum_rule, save_inputs=True, hint=_shapes_hint, real_only=True)
 WHERE = declare("where", jnp.where, _where_rule, save_inputs=True, hint=_shapes_hint)
 CLAMP = declare("clamp", _clamp_forward, _clamp_rule, params=("min", "max", "bound_types"), save_inputs=True,
-                real_only=True)
+                real_only=True, node_name="ClampBackward1")  # PyTorch: clamp.Scalar's node is ClampBackward1
+
+
+def _clamp_tensor_forward(x, lo, hi):
+    out = x if lo is None else jnp.maximum(x, lo)  # NaN anywhere gives NaN, as PyTorch
+    return out if hi is None else jnp.minimum(out, hi)
+
+
+def _clamp_tensor_rule(ctx, g):
+    # PyTorch's clamp_backward / clamp_backward_min_max: ties with a bound pass the gradient to input; where
+    # max < min the result is max and so is the gradient (min == max below it: to neither).
+    x, lo, hi = ctx.inputs
+    gx = glo = ghi = None
+    if ctx.needs[0]:
+        inside = ge(x, lo) if hi is None else le(x, hi) if lo is None else logical_and(ge(x, lo), le(x, hi))
+        gx = where(inside, g, 0.0)
+    if ctx.needs[1]:
+        below = lt(x, lo) if hi is None else logical_and(lt(x, lo), lt(lo, hi))
+        glo = where(below, g, 0.0)
+    if ctx.needs[2]:
+        above = gt(x, hi) if lo is None else logical_or(gt(x, hi), lt(hi, lo))
+        ghi = where(above, g, 0.0)
+    return gx, glo, ghi
+
+
+CLAMP_TENSOR = declare("clamp_tensor", _clamp_tensor_forward, _clamp_tensor_rule, save_inputs=True, real_only=True,
+                       hint=_shapes_hint, node_name="ClampBackward0")  # PyTorch: clamp.Tensor's node
 
 
 def maximum(input: Number, other: Number) -> Tensor:
@@ -371,23 +397,33 @@ def where(condition: Tensor, input: Number, other: Number) -> Tensor:
 def clamp(input: Tensor, min: Optional[Number] = None, max: Optional[Number] = None) -> Tensor:
     """Clamp into ``[min, max]``; the gradient passes where ``min <= input <= max``.
 
-    Tensor bounds are two :func:`where` selections, so gradients go as in PyTorch: to ``input``
-    where ``min <= input <= max`` (ties included), to ``min`` where ``input < min``, to ``max``
-    where ``input > max`` (and everywhere ``max < min``, where the result is ``max``).
+    Gradients go as in PyTorch: to ``input`` where ``min <= input <= max`` (ties included); with
+    tensor bounds to ``min`` where ``input < min < max``, to ``max`` where ``input > max`` and
+    everywhere ``max < min`` (where the result is ``max``). Number bounds record PyTorch's
+    ``ClampBackward1``, tensor bounds its ``ClampBackward0``.
+
+    Example:
+        >>> import fgraph as fg
+        >>> x = fg.tensor([-2.0, 0.5, 3.0], requires_grad=True)
+        >>> y = fg.clamp(x, -1.0, 1.0)
+        >>> y.tolist(), y.grad_fn.name()
+        ([-1.0, 0.5, 1.0], 'ClampBackward1')
+        >>> fg.clamp(x, fg.zeros(3), fg.ones(3)).grad_fn.name()
+        'ClampBackward0'
     """
+    return clamp_as(CLAMP, CLAMP_TENSOR, input, min, max)
+
+
+def clamp_as(number_op: OpDef, tensor_op: OpDef, input: Tensor, min: Any, max: Any) -> Tensor:
+    """:func:`clamp` recorded as ``number_op`` (number bounds) or ``tensor_op`` (a tensor bound): ``CLAMP`` and
+    ``CLAMP_TENSOR`` or their node-name variants (``clamp_min``'s ``ClampMinBackward0``...)."""
     if min is None and max is None:
         raise ValueError("clamp: at least one of min or max must be given.")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        out = input
-        if min is not None:
-            out = where(lt(out, min), min, out)
-        if max is not None:
-            out = where(gt(out, max), max, out)
-        return out
+        return apply_op(tensor_op, (input, min, max))
     lo = None if min is None else _hashable_scalar(min)
     hi = None if max is None else _hashable_scalar(max)
-    params = CLAMP.Params(lo, hi, (type(lo), type(hi)))
-    return apply_op(CLAMP, (input,), params)
+    return apply_op(number_op, (input,), CLAMP.Params(lo, hi, (type(lo), type(hi))))
 
 
 clip = clamp

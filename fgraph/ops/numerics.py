@@ -35,7 +35,10 @@ from fgraph.ops._declare import apply_op, apply_unary, declare
 from fgraph.ops._index_checks import is_traced
 from fgraph.ops._math_helpers import check_number, describe, floating_args, operands_hint
 from fgraph.ops._complex import refuse_complex
-from fgraph.ops.elementwise import Number, clamp, eq, exp, le, log, logical_and, pow, to_dtype, where, zeros_of
+from fgraph.ops._variants import node_variant
+from fgraph.ops.elementwise import (
+    CLAMP, CLAMP_TENSOR, Number, clamp_as, eq, exp, le, log, logical_and, pow, to_dtype, where, zeros_of,
+)
 from fgraph.ops.elementwise_math import exp2
 from fgraph.ops.rounding import isfinite
 from fgraph.tensor import Tensor, _wrap, type_name
@@ -313,26 +316,33 @@ def rad2deg(input: Tensor) -> Tensor:
 
 
 # -- clamp_min, clamp_max ---------------------------------------------------------------------------------------
+# clamp's kernels and rules under PyTorch's node names for these two (number bound: ...Backward0, tensor: ...1).
+_CLAMP_MIN = node_variant(CLAMP, "ClampMinBackward0")
+_CLAMP_MIN_TENSOR = node_variant(CLAMP_TENSOR, "ClampMinBackward1")
+_CLAMP_MAX = node_variant(CLAMP, "ClampMaxBackward0")
+_CLAMP_MAX_TENSOR = node_variant(CLAMP_TENSOR, "ClampMaxBackward1")
+
+
 def clamp_min(input: Tensor, min: Number) -> Tensor:
-    """``clamp(input, min=min)``.
+    """``clamp(input, min=min)`` (a number or a tensor), recorded as PyTorch's ``ClampMinBackward0``/``1``.
 
     Example:
         >>> import fgraph as fg
         >>> fg.clamp_min(fg.tensor([1.0, 3.0]), 2.0).tolist()
         [2.0, 3.0]
     """
-    return clamp(input, min=min)
+    return clamp_as(_CLAMP_MIN, _CLAMP_MIN_TENSOR, input, min, None)
 
 
 def clamp_max(input: Tensor, max: Number) -> Tensor:
-    """``clamp(input, max=max)``.
+    """``clamp(input, max=max)`` (a number or a tensor), recorded as PyTorch's ``ClampMaxBackward0``/``1``.
 
     Example:
         >>> import fgraph as fg
         >>> fg.clamp_max(fg.tensor([1.0, 3.0]), 2.0).tolist()
         [1.0, 2.0]
     """
-    return clamp(input, max=max)
+    return clamp_as(_CLAMP_MAX, _CLAMP_MAX_TENSOR, input, None, max)
 
 
 # -- isclose, allclose, equal --------------------------------------------------------------------------------------

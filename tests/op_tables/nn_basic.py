@@ -125,6 +125,9 @@ TABLE = [
     OpEntry("linear", _linear, _linear_ref, None, cases(
         Case(((2, 3), (4, 3), (4,))),
         Case(((3,), (3,))),
+        Case(((2, 3), (4, 3))),  # no bias: the MmBackward0 primitive, for every input rank
+        Case(((2, 2, 3), (4, 3))),
+        Case(((3,), (4, 3))),
     ), REAL, max_examples=6),
     OpEntry("bilinear", _bilinear, _bilinear_ref, None, cases(Case(((2, 3), (2, 4), (5, 3, 4), (5,)))), REAL,
             max_examples=4),

@@ -228,7 +228,10 @@ CE_TEMPLATES = [
 ONES_W = np.array([[1.0, 0.5, 2.0], [0.25, 1.0, 1.5]], np.float32)
 
 TABLE = [
-    OpEntry("mse_loss", _mse_broadcast, _mse_ref, 2, _pair_cases(), REAL, max_examples=8),
+    OpEntry("mse_loss", _mse_broadcast, _mse_ref, 2, cases(
+        Case(((2, 3), (2, 3)), dict(reduction="mean")), Case(((2, 3), (3,)), dict(reduction="sum")),
+        Case(((2, 1), (3,)), dict(reduction="none")), Case(((0, 3), (3,)), dict(reduction="mean")),
+    ), REAL, max_examples=8),
     OpEntry("mse_loss_weighted", _weighted_fg(F.mse_loss), _mse_w_ref, 2,
             cases(Case(((2, 3), (2, 3)), dict(reduction="mean"), (ONES_W,))), REAL, max_examples=4),
     OpEntry("l1_loss", F.l1_loss, _l1_ref, 2, cases(Case(((2, 3), (2, 3)), dict(reduction="mean"))),

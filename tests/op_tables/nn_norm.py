@@ -99,6 +99,7 @@ TABLE = [
         Case(((2, 2, 3),), dict(normalized_shape=(2, 3), eps=0.1)),
         Case(((2, 1),), dict(normalized_shape=(1,), eps=1e-5)),
         Case(((0, 3), (3,), (3,)), dict(normalized_shape=(3,), eps=0.1)),
+        Case(((3, 2, 2), (2, 2)), dict(normalized_shape=(2, 2), eps=0.1)),  # weight without bias
     ), REAL, max_examples=6),
     OpEntry("rms_norm", _rms_norm, _rms_norm_ref, None, cases(
         Case(((2, 3), (3,)), dict(normalized_shape=(3,), eps=0.1)),

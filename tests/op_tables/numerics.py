@@ -12,7 +12,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 import fgraph as fg
-from op_harness import GRID_B, NONZERO, POSITIVE, REAL, Case, OpEntry, cases, grid, torch
+from op_harness import GRID_A, GRID_B, NONZERO, POSITIVE, REAL, Case, OpEntry, cases, grid, torch
 
 FIRST_ORDER_ONLY: dict = {}
 
@@ -171,6 +171,17 @@ def clamp_max_ref(x, *, bound):
     return jnp.minimum(x, bound)
 
 
+#: Tensor bounds of clamp: the lower ones at or below 0.1, the upper ones at or above 0.4 (lower < upper: where
+#: they tie or cross, PyTorch's rule and jax.grad of min(max(.)) part ways, see tests/test_node_names_torch.py),
+#: both 0.15 from the input's grid GRID_B.
+_LOWER = st.builds(lambda k, e: 0.5 * k + e, st.integers(-4, 0), st.floats(-0.1, 0.1))
+_UPPER = st.builds(lambda k, e: 0.5 * k + e, st.integers(1, 4), st.floats(-0.1, 0.1))
+
+
+def clamp_tensor_ref(x, lo, hi):
+    return jnp.minimum(jnp.maximum(x, lo), hi)
+
+
 def softmax(x, *, dim):
     return fg.softmax(x, dim)
 
@@ -205,6 +216,11 @@ TABLE = [
     OpEntry("rad2deg", fg.rad2deg, jnp.rad2deg, 1, grid(UNARY), REAL),
     OpEntry("clamp_min", clamp_min, clamp_min_ref, 1, grid(UNARY, [dict(bound=0.5)]), GRID_B),
     OpEntry("clamp_max", clamp_max, clamp_max_ref, 1, grid(UNARY, [dict(bound=-0.5)]), GRID_B),
+    OpEntry("clamp_tensor", fg.clamp, clamp_tensor_ref, 3, cases(
+        Case(((2, 3), (2, 3), (3,))), Case(((2, 3), (2, 1), ())), Case(((0, 3), (3,), (1, 3))),
+    ), (GRID_B, _LOWER, _UPPER)),
+    OpEntry("clamp_tensor_min", lambda x, lo: x.clamp(lo), jnp.maximum, 2, grid(BINARY), (GRID_B, GRID_A)),
+    OpEntry("clamp_tensor_max", lambda x, hi: fg.clip(x, max=hi), jnp.minimum, 2, grid(BINARY), (GRID_B, GRID_A)),
     OpEntry("softmax", softmax, softmax_ref, 1, SOFTMAX, REAL),
     OpEntry("log_softmax", log_softmax, log_softmax_ref, 1, SOFTMAX, REAL),
     OpEntry("logcumsumexp", logcumsumexp, logcumsumexp_ref, 1, SCANS, REAL),
@@ -241,6 +257,9 @@ TORCH = {
     "rad2deg": lambda x: torch.rad2deg(x),
     "clamp_min": lambda x, bound: torch.clamp_min(x, bound),
     "clamp_max": lambda x, bound: x.clamp_max(bound),
+    "clamp_tensor": lambda x, lo, hi: torch.clamp(x, lo, hi),
+    "clamp_tensor_min": lambda x, lo: x.clamp(lo),
+    "clamp_tensor_max": lambda x, hi: torch.clip(x, max=hi),
     "softmax": lambda x, dim: torch.softmax(x, dim),
     "log_softmax": lambda x, dim: torch.log_softmax(x, dim),
     "logcumsumexp": lambda x, dim: torch.logcumsumexp(x, dim),
@@ -258,7 +277,8 @@ TORCH = {
 #: Entries whose ops refuse complex inputs (an OpError); every other entry is also checked on complex ones.
 REAL_ONLY = {
     "logaddexp2", "xlogy", "xlogy_method", "copysign", "deg2rad", "rad2deg", "clamp_min", "clamp_max", "softmax",
-    "log_softmax", "cummax", "cummin", "cummax_ties", "cummin_ties", "aminmax"
+    "log_softmax", "cummax", "cummin", "cummax_ties", "cummin_ties", "aminmax", "clamp_tensor", "clamp_tensor_min",
+    "clamp_tensor_max",
 }
 #: torch: nan_to_num's autograd refuses complex outputs; nansum/nanmean refuse complex on CPU.
 TORCH_REFUSES_COMPLEX = {"nan_to_num", "nansum", "nanmean"}

@@ -29,7 +29,7 @@ import numpy as np
 
 from fgraph._dtypes import x64_enabled
 from fgraph.errors import OpError
-from fgraph.nn.functional._linear import affine
+from fgraph.nn.functional._linear import affine, project
 from fgraph.nn.functional._utils import (
     broadcast_shape,
     broadcasts_to,
@@ -103,6 +103,8 @@ def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tens
             )
         if weight.ndim == 2 and bias.ndim == 1:  # the layer's case: one kernel, one node
             return affine(input, weight, bias)
+    if bias is None and weight.ndim == 2:  # one kernel, one node (PyTorch's MmBackward0)
+        return project(input, weight)
     # One contraction against the (out, in) weight: no transposed copy of it, and its gradient is formed directly.
     out = einsum("...i,oi->...o", input, weight) if weight.ndim == 2 else matmul(input, weight)
     return out if bias is None else out + bias

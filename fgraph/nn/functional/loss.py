@@ -10,7 +10,8 @@ summed weights; weighted ``huber_loss`` by the number of elements.
 All losses are composites of fgraph ops except ``binary_cross_entropy``, a primitive
 whose rule is PyTorch's (``(x - t) / max(x (1 - x), 1e-12)``, logs clamped at -100), and
 the class-index ``nll_loss`` (also the end of ``cross_entropy``), the primitive of
-``_nll.py`` (one kernel, node ``NllLossBackward0`` as in PyTorch);
+``_nll.py`` (one kernel, node ``NllLossBackward0`` as in PyTorch), and the unweighted
+``mse_loss``, the primitive of ``_mse.py`` (node ``MseLossBackward0``, for every reduction);
 every loss has exact second derivatives (targets included, where they are floats).
 Class-index targets are checked eagerly (not under tracing).
 
@@ -34,6 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fgraph.errors import OpError
+from fgraph.nn.functional._mse import mse
 from fgraph.nn.functional._nll import class_ids, nll
 from fgraph.nn.functional._utils import (
     broadcast_shape,
@@ -107,6 +109,8 @@ def mse_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None,
     refuse_complex("mse_loss", input, target)
     _pair("mse_loss", input, target)
     reduction = legacy_reduction(size_average, reduce, reduction)
+    if weight is None:  # PyTorch's fused kernel and node; with a weight, PyTorch composes it too
+        return mse(input, target, check_reduction(reduction, "mse_loss"))
     d = input - target
     return _weighted(d * d, input, weight, reduction, "mse_loss", "weight")
 

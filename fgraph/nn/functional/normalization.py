@@ -1,7 +1,9 @@
 """Normalization layers with ``torch.nn.functional``'s names and arguments.
 
 All are composites of fgraph ops (mean, var, rsqrt, ...), so every order of
-derivative works. Variances are biased (``correction=0``), as in PyTorch.
+derivative works, except ``layer_norm``: one primitive (``_layer_norm.py``, one kernel,
+node ``NativeLayerNormBackward0`` as in PyTorch) whose rule is written in fgraph ops, so
+every order works there too. Variances are biased (``correction=0``), as in PyTorch.
 
 ``batch_norm`` cannot update ``running_mean``/``running_var`` in place (fgraph
 tensors are immutable): in training mode it normalises with the batch statistics
@@ -19,6 +21,7 @@ from __future__ import annotations
 from typing import Optional, Sequence, Union
 
 from fgraph.errors import OpError
+from fgraph.nn.functional._layer_norm import native_layer_norm
 from fgraph.nn.functional._utils import check_float, check_tensor
 from fgraph.nn.functional.pooling import avg_pool2d
 from fgraph.ops._complex import refuse_complex
@@ -97,8 +100,7 @@ def layer_norm(input: Tensor, normalized_shape: Union[int, Sequence[int]], weigh
     _check_trailing(input, ns, "layer_norm")
     _check_param(weight, ns, "layer_norm", "weight")
     _check_param(bias, ns, "layer_norm", "bias")
-    dims = tuple(range(input.ndim - len(ns), input.ndim))
-    return _affine(_normalize(input, dims, eps), weight, bias, ns)
+    return native_layer_norm(input, weight, bias, len(ns), eps)
 
 
 def rms_norm(input: Tensor, normalized_shape: Union[int, Sequence[int]], weight: Optional[Tensor] = None,
