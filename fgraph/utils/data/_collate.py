@@ -37,7 +37,7 @@ import numpy as np
 
 from fgraph._dtypes import x64_enabled
 from fgraph.ops.shape import stack
-from fgraph.tensor import Tensor, _is_torch_tensor, tensor
+from fgraph.tensor import Tensor, _default_int_dtype, _is_torch_tensor, tensor
 
 __all__ = ["default_collate", "default_convert", "collate", "default_collate_fn_map", "HostBatch", "to_host",
            "from_host", "host_collate", "host_convert"]
@@ -66,8 +66,10 @@ class HostBatch:
 
 def make_tensor(value: Any, kind: str) -> Tensor:
     """The fgraph Tensor of a collated leaf (see :class:`HostBatch` for ``kind``)."""
-    if kind == "int":
-        return tensor(value)  # fgraph's default integer: long (int64 with x64, else int32), bools stay bool
+    if kind == "int":  # fgraph's default integer: long (int64 with x64, else int32, checked), bools stay bool
+        if isinstance(value, np.ndarray) and value.dtype != np.bool_:
+            return tensor(value, dtype=_default_int_dtype())
+        return tensor(value)
     if kind == "float":
         return tensor(value, dtype="float64" if x64_enabled() else "float32")
     if _is_torch_tensor(value):
@@ -119,7 +121,10 @@ def _collate_numpy_scalar(batch: list, *, collate_fn_map: Optional[dict] = None,
 
 def _collate_python_number(batch: list, *, collate_fn_map: Optional[dict] = None, host: bool = False,
                            kind: str = "int") -> Any:
-    return HostBatch(list(batch), kind) if host else make_tensor(list(batch), kind)
+    values: Any = np.asarray(batch)  # one NumPy array: tensor() would walk a list element by element
+    if values.dtype.kind not in "biuf":  # ints beyond int64: tensor() says what is wrong with them
+        values = list(batch)
+    return HostBatch(values, kind) if host else make_tensor(values, kind)
 
 
 def _collate_str(batch: list, *, collate_fn_map: Optional[dict] = None, host: bool = False) -> list:
