@@ -8,11 +8,20 @@ __all__ = ["OpError", "GradError", "TracedValueError", "DeviceUnavailableError",
            "TransformValueError", "DimOutOfRangeError", "VmapSpecError", "VmapTracedValueError"]
 
 
-class OpError(ValueError, TypeError):
+class OpError(ValueError, TypeError, RuntimeError):
     """An op was called with arguments it cannot take (shapes, dtypes, indices).
 
-    Subclasses both ``ValueError`` and ``TypeError`` so code written against
-    either keeps working.
+    Subclasses ``ValueError`` and ``TypeError`` so code written against either keeps working, and
+    ``RuntimeError``, the class torch raises for the same mistakes (a shape or dtype mismatch in an op
+    or a layer), so ``except RuntimeError`` in code ported from PyTorch catches it.
+
+    Example:
+        >>> import fgraph as fg
+        >>> try:
+        ...     fg.nn.Linear(2, 2)(fg.zeros(3, 3))
+        ... except RuntimeError as e:  # as with torch
+        ...     print(type(e).__name__)
+        OpError
     """
 
 

@@ -424,3 +424,15 @@ def test_call_super_init_matches_torch():
     got = _call_super_init(nn)
     torch = pytest.importorskip("torch")
     assert _call_super_init(torch.nn) == got
+
+
+def test_layer_shape_errors_are_runtime_errors_as_in_torch():
+    """torch raises RuntimeError for a shape mismatch in a layer; fgraph's OpError is one too (and still a
+    ValueError and a TypeError)."""
+    for call in (lambda: fg.nn.Linear(2, 2)(fg.zeros(3, 3)), lambda: fg.nn.Conv2d(1, 1, 3)(fg.zeros(3))):
+        with pytest.raises(RuntimeError) as info:
+            call()
+        assert isinstance(info.value, (ValueError, TypeError)) and type(info.value).__name__ == "OpError"
+    torch = pytest.importorskip("torch")
+    with pytest.raises(RuntimeError):
+        torch.nn.Linear(2, 2)(torch.zeros(3, 3))
