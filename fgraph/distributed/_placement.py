@@ -1,4 +1,4 @@
-"""Sharding helpers over ``jax.sharding``: replicate a model, shard a batch.
+"""Placement: meshes, replicating a model, sharding a batch, putting arrays under a sharding.
 
 fgraph reaches many devices through JAX's own sharding: place the arrays, and a
 compiled step (:func:`fgraph.compile`) runs where its data is (computation follows
@@ -25,7 +25,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from fgraph.tensor import Tensor
 
-__all__ = ["mesh", "replicate", "shard_batch", "Mesh", "NamedSharding", "PartitionSpec"]
+__all__ = ["mesh", "replicate", "shard_batch", "place"]
 
 
 def mesh(devices: Optional[Sequence[Any]] = None, axis_name: str = "data") -> Mesh:
