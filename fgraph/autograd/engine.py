@@ -35,6 +35,7 @@ from fgraph.autograd._record_state import RECORD_EXTRAS
 from fgraph.autograd.anomaly import anomaly_apply
 from fgraph.autograd.grad_mode import _GRAD_ENABLED
 from fgraph.autograd.gradients import Gradients
+from fgraph.autograd._leaf_sharding import like_input
 from fgraph.autograd._ready_heap import _compute_dependencies, _init_to_execute, _run_ready_heap
 from fgraph.autograd.forward_ad import open_levels
 from fgraph.autograd.graph import AccumulateGrad, GradientEdge, GraphRoot, Node
@@ -108,6 +109,7 @@ def grad(
         captured, _ = _execute(outputs_t, seeds, inputs_t, create_graph, accumulate=False)
     result = []
     for i, (x, g) in enumerate(zip(inputs_t, captured)):
+        g = like_input(g, x)
         if g is None:
             if materialize_grads:
                 # Under create_graph the zeros require grad (as in PyTorch), so they can be differentiated again.
@@ -154,11 +156,11 @@ def backward(
     for acc, g in leaf_grads.items():
         leaf = acc.variable
         if leaf is not None:
-            items[id(leaf)] = (leaf, g)
+            items[id(leaf)] = (leaf, like_input(g, leaf))
     if inputs_t is not None:
         for x, g in zip(inputs_t, captured):
             if g is not None and isinstance(x, Tensor) and x.grad_fn is not None:
-                items[id(x)] = (x, g)
+                items[id(x)] = (x, like_input(g, x))
     # A pass whose hooks ran may have been wanted for them alone; otherwise unread gradients are a mistake.
     return Gradients(items, watch=_hook_calls.calls() == hook_calls)
 

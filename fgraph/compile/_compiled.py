@@ -28,6 +28,7 @@ import numpy as np
 from fgraph.autograd.engine import Gradients
 from fgraph.compile._errors import translating_tracer_errors
 from fgraph.compile._explain import describe_retrace, signature
+from fgraph.compile._keep_shardings import keep_input_shardings
 from fgraph.compile._outputs import mark_tree
 from fgraph.compile._state import StateTable, capture, distinct, is_stateful, value_kinds
 from fgraph.func._tree import flatten, key_orders, unflatten, with_key_orders
@@ -219,6 +220,8 @@ class CompiledFunction:
                 result = self.fn(*args, **kwargs)
             _check_schedulers(schedulers, epochs)
             plan, new_state = table.read()
+            new_state = keep_input_shardings(plan, new_state, table.slots, spec.which,
+                                             None if self._pending is None else self._pending[1])
             outputs = _export(result, table, made)
             out_orders = key_orders(result, _is_output_leaf)  # JAX rebuilds the result's dicts sorted
         finally:

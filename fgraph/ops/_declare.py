@@ -50,6 +50,7 @@ from fgraph.autograd.graph import Node, next_sequence_nr
 from fgraph.lazy._state import LAZY
 from fgraph.ops._complex import RealOnly
 from fgraph.ops._complex import conj_grad as _conj
+from fgraph.ops._natural_sharding import resolving
 from fgraph.ops._op_errors import explain as _explain
 from fgraph.tensor import Tensor, _wrap, _wrap_output
 
@@ -178,7 +179,7 @@ class OpDef:
                 forward = functools.partial(self.forward, **params._asdict()) if params else self.forward
             if self.real_only:
                 forward = RealOnly(forward)
-            fn = self._kernels[params] = jax.jit(forward)
+            fn = self._kernels[params] = jax.jit(resolving(forward))  # resolving: Explicit mesh axes
         return fn
 
     def rule_kernel(self, params: Any, in_meta: tuple, needs: Optional[tuple], out_meta: Optional[tuple]) -> Callable:

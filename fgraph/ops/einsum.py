@@ -38,6 +38,7 @@ from typing import Any
 import jax.numpy as jnp
 
 from fgraph.errors import OpError
+from fgraph.ops import _natural_sharding as natural_sharding
 from fgraph.ops._declare import apply_op, declare
 from fgraph.tensor import Tensor, type_name, _wrap
 
@@ -156,7 +157,7 @@ def _einsum_hint(args: tuple, params: Any) -> str:
 
 
 def _einsum_forward(*operands, subscripts):
-    return jnp.einsum(subscripts, *operands)
+    return natural_sharding.einsum(subscripts, *operands)
 
 
 def _einsum_rule(ctx, g):

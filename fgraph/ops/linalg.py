@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from typing import Any, Sequence, Union
 
-import jax.numpy as jnp
 import numpy as np
 
 from fgraph.errors import OpError
+from fgraph.ops import _natural_sharding as natural_sharding
 from fgraph.ops._declare import OpDef, apply_op, declare
 from fgraph.ops._variants import node_variant
 from fgraph.ops._linalg_util import check_same_dtype, check_tensor
@@ -61,13 +61,13 @@ def _matmul_rule(ctx, g):
     return ga, gb
 
 
-MATMUL = declare("matmul", jnp.matmul, _matmul_rule, save_inputs=True, hint=_matmul_hint,
+MATMUL = declare("matmul", natural_sharding.matmul, _matmul_rule, save_inputs=True, hint=_matmul_hint,
                  node_name="MmBackward0")
 # The strict forms share matmul's kernel and rule; they differ in checks and node names.
-BMM = declare("bmm", jnp.matmul, _matmul_rule, save_inputs=True, hint=_matmul_hint)
-MV = declare("mv", jnp.matmul, _matmul_rule, save_inputs=True, hint=_matmul_hint)
-DOT = declare("dot", jnp.matmul, _matmul_rule, save_inputs=True, hint=_matmul_hint)
-VDOT = declare("vdot", jnp.matmul, _matmul_rule, save_inputs=True, hint=_matmul_hint)
+BMM = declare("bmm", natural_sharding.matmul, _matmul_rule, save_inputs=True, hint=_matmul_hint)
+MV = declare("mv", natural_sharding.matmul, _matmul_rule, save_inputs=True, hint=_matmul_hint)
+DOT = declare("dot", natural_sharding.matmul, _matmul_rule, save_inputs=True, hint=_matmul_hint)
+VDOT = declare("vdot", natural_sharding.matmul, _matmul_rule, save_inputs=True, hint=_matmul_hint)
 # matmul records the name of the outermost node torch.matmul records for these ranks (see _matmul_op).
 _MATMUL_DOT = node_variant(MATMUL, "DotBackward0")
 _MATMUL_MV = node_variant(MATMUL, "MvBackward0")

@@ -30,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fgraph.errors import OpError
+from fgraph.ops import _natural_sharding as natural_sharding
 from fgraph.ops._declare import apply_op, declare
 from fgraph.ops._linalg_util import check_matrix, check_tensor
 from fgraph.ops.einsum import EINSUM
@@ -42,7 +43,7 @@ Number = Any  # int or float
 
 # -- beta * input + alpha * einsum(a, b) ---------------------------------------------------------------------
 def _addprod_forward(inp, a, b, *, subscripts, beta, alpha):
-    prod = jnp.einsum(subscripts, a, b)
+    prod = natural_sharding.einsum(subscripts, a, b)
     if alpha != 1:
         prod = alpha * prod
     if beta == 0:  # PyTorch: input is ignored, so NaN/inf in it do not propagate

@@ -22,6 +22,7 @@ import jax.numpy as jnp
 
 from fgraph.autograd.engine import grad
 from fgraph.autograd.grad_mode import enable_grad
+from fgraph.optim._state_placement import place_like_param, replicated
 from fgraph.optim.optimizer import Optimizer, ParamsT, check_hyper
 from fgraph.tensor import Tensor, _wrap
 
@@ -85,13 +86,14 @@ class LBFGS(Optimizer):
 
     # -- flat vector <-> parameters ------------------------------------------------------------------
     def _gather_flat(self) -> jax.Array:
-        return _flatten(*(p.array for p in self.param_groups[0]["params"]))
+        return _flatten(*(replicated(p.array) for p in self.param_groups[0]["params"]))  # sharded: gathered
 
     def _set_flat(self, flat: jax.Array) -> None:
         """Make the parameters ``flat`` (split in parameter order) and rebind them where the old ones are held."""
         group = self.param_groups[0]
         first = group["params"][0]
         pieces = _unflatten(flat, tuple((p.shape, p.dtype) for p in group["params"]))
+        pieces = [place_like_param(piece, p.array) for piece, p in zip(pieces, group["params"])]  # sharded: split
         self._rebind_group(group, dict(enumerate(pieces)))
         if first in self.state:  # PyTorch keeps LBFGS's state on the first parameter
             self.state[group["params"][0]] = self.state.pop(first)
@@ -118,7 +120,7 @@ class LBFGS(Optimizer):
                 raise ValueError(f"LBFGS.step: the gradient of parameter {i} has shape {g.shape}, the parameter "
                                  f"{p.shape}; return the gradients of the loss w.r.t. the optimizer's parameters.")
             else:
-                pieces.append(g.array)
+                pieces.append(replicated(g.array))
         return loss, float(loss.item()), _flatten(*pieces)
 
     # -- the step ------------------------------------------------------------------------------------

@@ -45,10 +45,12 @@ import jax
 import jax.numpy as jnp
 
 from fgraph._numbers import on_device
+from fgraph.autograd._leaf_sharding import like_input
 from fgraph.autograd.grad_mode import enable_grad
 from fgraph.lazy._state import LAZY
 from fgraph.nn.modules._state_dict import as_array
 from fgraph.nn.parameter import Parameter, as_parameter, current, rebind, succeed
+from fgraph.optim._state_placement import place_like_param
 from fgraph.tensor import Tensor, _wrap
 
 __all__ = ["Optimizer", "required"]
@@ -219,6 +221,7 @@ class Optimizer:
             g = lookup(p)
             if g is None:
                 continue
+            g = like_input(g, p)  # gradients computed elsewhere (fg.func, a sum of passes): the parameter's sharding
             if g.shape != p.shape:
                 raise ValueError(
                     f"{type(self).__name__}.step: the gradient of parameter {i} of its group has shape {g.shape}, "
@@ -284,13 +287,13 @@ class Optimizer:
         return replaced
 
     def _first_state(self, param: Tensor, group: dict) -> dict:
-        # Placed like the parameter (committed, as later steps' states are), so the first step's kernel is reused.
+        # Placed like the parameter (committed, as later steps' states are), so the first step's kernel is reused:
+        # buffers shaped like it take its sharding, scalars (``step``) are replicated on its devices.
         state = self.init_state(param, group)
         data = param.array
         if isinstance(data, jax.core.Tracer) or not data.committed:  # nothing to match
             return state
-        where = data.sharding
-        return {k: None if v is None else jax.device_put(v, where) for k, v in state.items()}
+        return {k: None if v is None else place_like_param(v, data) for k, v in state.items()}
 
     # -- what subclasses define -----------------------------------------------------------------------
     def static_options(self, group: dict) -> tuple:
@@ -366,7 +369,9 @@ class Optimizer:
         takes the dtype :meth:`init_state` makes it in (``step`` and scalars such as NAdam's
         ``mu_product`` float32, buffers the parameter's dtype), so a resumed run continues the
         uninterrupted one exactly and reuses its kernel; an entry ``init_state`` does not make is
-        cast to the parameter's dtype (``step`` keeps its own), as PyTorch does.
+        cast to the parameter's dtype (``step`` keeps its own), as PyTorch does. State goes where its
+        parameter is, as PyTorch moves it to the parameter's device: a buffer shaped like a sharded
+        parameter takes its sharding, a scalar is replicated on its devices.
         """
         self._refresh()
         saved_groups = state_dict["param_groups"]
@@ -432,7 +437,7 @@ def _state_value(name: str, value: Any, param: Tensor, made: Any = None) -> Any:
             array = array.astype(made)
         elif name != "step":
             array = array.astype(param.dtype)
-    return _wrap(array)
+    return _wrap(place_like_param(array, param.array))  # as torch moves state to its parameter's device
 
 
 def _group_value(value: Any) -> Any:

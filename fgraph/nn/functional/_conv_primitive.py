@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import jax
 
+from fgraph.ops import _natural_sharding as natural_sharding
 from fgraph.ops._declare import apply_op, declare
 from fgraph.ops.movement import flip
 from fgraph.ops.shape import permute, reshape
@@ -30,11 +31,14 @@ Spec = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
 
 def _forward(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
              feature_group_count, batch_group_count):
-    return jax.lax.conv_general_dilated(
-        lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
-        jax.lax.ConvDimensionNumbers(*dimension_numbers), feature_group_count, batch_group_count,
-        precision=jax.lax.Precision.HIGHEST,
-    )
+    def conv(lhs, rhs):
+        return jax.lax.conv_general_dilated(
+            lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
+            jax.lax.ConvDimensionNumbers(*dimension_numbers), feature_group_count, batch_group_count,
+            precision=jax.lax.Precision.HIGHEST,
+        )
+
+    return natural_sharding.conv_general_dilated(conv, lhs, rhs, dimension_numbers, batch_group_count)
 
 
 def _dilate(shape, dil):

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import jax.numpy as jnp
-
+from fgraph.ops import _natural_sharding as natural_sharding
 from fgraph.ops._declare import RuleContext, apply_op, declare
 from fgraph.ops.einsum import einsum
 from fgraph.tensor import Tensor
@@ -25,7 +24,7 @@ __all__ = ["affine", "project"]
 
 
 def _affine_forward(x: Any, w: Any, b: Any) -> Any:
-    return jnp.einsum("...i,oi->...o", x, w) + b
+    return natural_sharding.einsum("...i,oi->...o", x, w) + b
 
 
 def _affine_rule(ctx: RuleContext, g: Tensor) -> tuple:
@@ -45,7 +44,7 @@ def affine(x: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
 
 
 def _project_forward(x: Any, w: Any) -> Any:
-    return jnp.einsum("...i,oi->...o", x, w)
+    return natural_sharding.einsum("...i,oi->...o", x, w)
 
 
 def _project_rule(ctx: RuleContext, g: Tensor) -> tuple:

@@ -39,6 +39,7 @@ from fgraph.nn.functional._utils import (
     is_traced,
     no_inplace,
 )
+from fgraph.ops import _natural_sharding as natural_sharding
 from fgraph.ops._declare import apply_op, declare
 from fgraph.ops._complex import refuse_complex
 from fgraph.ops.elementwise import clamp, mul, relu
@@ -375,7 +376,7 @@ def _position_weights(indices, num_weights, padding_idx, scale_grad_by_freq, dty
 
 
 def _embedding_forward(weight, indices, *, padding_idx, scale_grad_by_freq, weighted):
-    rows = jnp.take(weight, indices, axis=0)
+    rows = natural_sharding.take_rows(weight, indices)
     if weighted:  # double backward: padding positions read zeros
         w = _position_weights(indices, weight.shape[0], padding_idx, scale_grad_by_freq, weight.dtype)
         rows = rows * w.reshape(w.shape + (1,) * (rows.ndim - w.ndim))
@@ -386,7 +387,7 @@ def _embedding_backward_forward(g, indices, *, num_weights, padding_idx, scale_g
     if padding_idx is not None or scale_grad_by_freq:
         w = _position_weights(indices, num_weights, padding_idx, scale_grad_by_freq, g.dtype)
         g = g * w.reshape(w.shape + (1,) * (g.ndim - w.ndim))
-    return jnp.zeros((num_weights,) + g.shape[indices.ndim:], g.dtype).at[indices].add(g)
+    return natural_sharding.scatter_add_rows(num_weights, g, indices)
 
 
 def _embedding_rule(ctx, g):
