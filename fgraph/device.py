@@ -278,7 +278,9 @@ def put(array: Any, spec: Any) -> Any:
     if isinstance(array, jax.core.Tracer) or not isinstance(array, jax.Array):
         return array
     if isinstance(target, jax.sharding.Sharding):
-        return array if array.sharding == target else jax.device_put(array, target)
+        from fgraph.distributed._placement import put_array  # also builds arrays on multi-process meshes
+
+        return put_array(array, target)
     devs = array.devices()
     if len(devs) == 1 and target in devs:
         return array

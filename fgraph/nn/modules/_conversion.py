@@ -50,7 +50,9 @@ def converter(args: tuple, kwargs: dict) -> Callable[[Any], Any]:
         if device is None or getattr(out, "devices", None) is None:
             return out
         if isinstance(device, jax.sharding.Sharding):
-            return out if out.sharding == device else jax.device_put(out, device)
+            from fgraph.distributed._placement import put_array  # also builds arrays on multi-process meshes
+
+            return put_array(out, device)
         return out if device in out.devices() and len(out.devices()) == 1 else jax.device_put(out, device)
 
     return convert

@@ -2,8 +2,11 @@
 
 Every replica sees the same order (a shuffle seeded by ``seed + epoch``, the same in every process),
 padded by repeating its first indices until it divides evenly (or cut with ``drop_last``), and takes
-every ``num_replicas``-th index from ``rank`` on. Without ``num_replicas``/``rank`` they come from JAX's
-multi-process runtime: ``jax.process_count()`` and ``jax.process_index()`` (1 and 0 in one process).
+every ``num_replicas``-th index from ``rank`` on. Without ``num_replicas``/``rank`` they come from the
+multi-process run (:func:`fgraph.distributed.get_world_size` and :func:`~fgraph.distributed.get_rank`:
+``jax.process_count()`` and ``jax.process_index()`` after :func:`fgraph.distributed.initialize`; 1 and 0
+in one process). Each process's batches then go to :func:`fgraph.distributed.shard_batch`, which joins
+them into the global batch.
 Call :meth:`DistributedSampler.set_epoch` at the start of every epoch for a new shuffle.
 
 Example:
@@ -37,10 +40,10 @@ class DistributedSampler(Sampler[int]):
     def __init__(self, dataset: Any, num_replicas: Optional[int] = None, rank: Optional[int] = None,
                  shuffle: bool = True, seed: int = 0, drop_last: bool = False) -> None:
         if num_replicas is None or rank is None:
-            import jax
+            from fgraph.distributed import get_rank, get_world_size  # no device is touched before initialize
 
-            num_replicas = jax.process_count() if num_replicas is None else num_replicas
-            rank = jax.process_index() if rank is None else rank
+            num_replicas = get_world_size() if num_replicas is None else num_replicas
+            rank = get_rank() if rank is None else rank
         if rank >= num_replicas or rank < 0:
             raise ValueError(f"Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}]")
         self.dataset = dataset
