@@ -17,6 +17,15 @@ Example:
 """
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from fgraph.distributed._placement import mesh, place, replicate, shard_batch
+from fgraph.distributed import checkpoint, tensor
+from fgraph.distributed._fsdp import fully_shard
+from fgraph.distributed._rules import shard
+from fgraph.distributed.tensor.parallel import parallelize_module
+from fgraph.distributed._placement import mesh, place, put_array, replicate, shard_batch
+from fgraph.distributed._process import (barrier, destroy_process_group, get_rank, get_world_size, init_process_group,
+                                         initialize, is_available, is_initialized)
 
-__all__ = ["mesh", "replicate", "shard_batch", "place", "Mesh", "NamedSharding", "PartitionSpec"]
+__all__ = ["mesh", "replicate", "shard_batch", "place", "put_array",
+           "fully_shard", "shard", "parallelize_module", "tensor", "checkpoint",
+           "initialize", "init_process_group", "is_available", "is_initialized", "get_rank", "get_world_size",
+           "barrier", "destroy_process_group", "Mesh", "NamedSharding", "PartitionSpec"]

@@ -478,6 +478,15 @@ class Module(StateDictMixin, HookMixin):
         """
         from fgraph.nn.modules._conversion import converter
 
+        sharding = next((a for a in (*args, kwargs.get("device")) if isinstance(a, jax.sharding.NamedSharding)), None)
+        if sharding is not None:  # name the tensor a spec cannot split, instead of JAX's IndivisibleError
+            from fgraph.distributed._rules import check_spec
+
+            hint = ("to split each parameter on a dimension that divides and replicate the rest, use "
+                    "fg.distributed.fully_shard(module, mesh); to choose specs per name, fg.distributed.shard")
+            for kind, named in (("parameter", self.named_parameters()), ("buffer", self.named_buffers())):
+                for name, t in named:
+                    check_spec("Module.to", f"{kind} {name!r}", t.shape, sharding.spec, sharding.mesh, hint)
         return self._apply(converter(args, kwargs))
 
     def float(self: T) -> T:
