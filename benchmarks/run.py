@@ -10,7 +10,8 @@ workload of the other scripts here, with their builders and agreement checks:
   (``per_sample_grads.py``), forward mode against reverse mode (``forward_mode.py``: a tall
   Jacobian by ``jacfwd`` and ``jacrev``, the forward-over-reverse Hessian-vector product), the
   ``DataLoader`` feeding the MLP step (``dataloader.py``: batches/s with 0 workers, worker threads and
-  worker processes, against PyTorch's ``DataLoader``), and the peak memory of the MLP step and of the
+  worker processes, against PyTorch's ``DataLoader``), the GPT step on 4 devices laid out as DP, FSDP, TP
+  and FSDP x TP (``distributed_step.py``, a subprocess), and the peak memory of the MLP step and of the
   10,000-node graph (``memory.py``, one subprocess per workload and peer);
 * peers: fgraph eager, fgraph compiled (``fg.compile``), PyTorch eager (when installed),
   ``jax.jit`` of the pure-JAX program and un-jitted ``jax.grad``; "n/a" where a peer does
@@ -153,6 +154,12 @@ def dataloader(quick: bool) -> dict:
     import dataloader as d
 
     return d.measure(quick)  # {"loader": {name: batches/s}, "training": ..., "step": ..., "start_up": ...}
+
+
+def distributed(quick: bool) -> dict:
+    import distributed_step
+
+    return distributed_step.measure(quick)  # {layout: seconds per step}, 4 devices, in a subprocess
 
 
 def graph10k(quick: bool) -> dict:
@@ -362,6 +369,10 @@ def report(rows: dict, fresh_raw: dict, quick: bool, command: str, note: Optiona
         import dataloader as d
 
         out.append(d.summary_line(rows["dataloader"]))
+    if "distributed" in rows:
+        import distributed_step
+
+        out.append(distributed_step.summary_line(rows["distributed"]))
     out.append(f"Peak memory: resident-set growth during steady-state steps above the process's baseline "
                f"({', '.join(rows['methods'])}), one subprocess per workload and peer; see `benchmarks/memory.py`.")
     for key in ("mem_device_mlp", "mem_device_graph10k"):
@@ -415,8 +426,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     match_threads()
     rows: dict = {}
     stages = (("chain", chain), ("mlp", mlp), ("cnn", cnn), ("autocast", autocast), ("hvp", hvp), ("forward", forward),
-              ("dataloader", dataloader), ("graph10k", graph10k), ("fresh", fresh), ("per_sample", per_sample),
-              ("memory", memory))
+              ("dataloader", dataloader), ("distributed", distributed), ("graph10k", graph10k), ("fresh", fresh),
+              ("per_sample", per_sample), ("memory", memory))
     fresh_raw: dict = {}
     for key, stage in stages:
         wall, cpu = time.perf_counter(), time.process_time() + _children_cpu()

@@ -11,7 +11,7 @@ as the trained model, and the Grad-CAM hook's gradient equals ``fg.grad``'s.
 
 The examples need the ``examples`` extra (scikit-learn, tqdm, matplotlib: ``pip install -e
 '.[examples]'``). Without it the scripts that need it are skipped locally, but fail in CI
-(where the environment variable ``CI`` is set), which installs ``.[test,examples]``.
+(where the environment variable ``CI`` is set), which installs ``.[test,examples,distributed]``.
 """
 from __future__ import annotations
 
@@ -44,6 +44,8 @@ EXPECTED = {
                         r"vmap vs a loop of fg.grad: max \|difference\|"], ["jax_interop.json"]),
     "data_parallel.py": ([r"replicated on 4 devices", r"trajectories agree on a mesh of 4 devices"],
                          ["data_parallel_losses.json"]),
+    "sharded_gpt.py": ([r"h\.0\.attn\.q\.weight \(64, 64\): P\('tp', 'fsdp'\); Adam's exp_avg: P\('tp', 'fsdp'\)",
+                        r"sharded training matches one device"], ["sharded_gpt_losses.json"]),
     "maml_sine.py": ([r"^\s+MAML\s+[\d.]+ ->\s+[\d.]+ ->\s+[\d.]+", r"^\s+first-order MAML\s+[\d.]+ ->\s+[\d.]+ ->"],
                      ["maml_sine.png"]),
     "vae_digits.py": ([r"epoch\s+1: test ELBO\s+-?[\d.]+ nats/image", r"test ELBO: -?[\d.]+ -> -?[\d.]+ nats/image"],
