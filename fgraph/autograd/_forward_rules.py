@@ -254,11 +254,12 @@ class PairKernel:
         return out, jvp_op(op, self.params, self.positions, float_out, self.n)[1].fn(*arrays)
 
     def derived_for(self, outs: tuple) -> tuple:
-        """``(float_out, derived op, its params)`` for outputs ``outs``."""
-        key = tuple(o.dtype for o in outs)
+        """``(float_out, derived op, its params)`` for output arrays ``outs`` (one array: a single output)."""
+        key = outs.dtype if self.op.num_outputs == 1 else tuple(o.dtype for o in outs)
         found = self.derived.get(key)
         if found is None:
-            float_out = tuple(j for j, o in enumerate(outs) if _inexact(o.dtype))
+            dtypes = (key,) if self.op.num_outputs == 1 else key
+            float_out = tuple(j for j, d in enumerate(dtypes) if _inexact(d))
             found = self.derived[key] = (float_out, *jvp_op(self.op, self.params, self.positions, float_out, self.n))
         return found
 
@@ -310,14 +311,19 @@ def run_dual(op: Any, args: tuple, arrays: list, params: Any, edges: tuple, reco
         result = _wrap(out) if op.num_outputs == 1 else tuple([_wrap(o) for o in out])
     if t_out is None:
         return result
-    outs = result if isinstance(result, tuple) else (result,)
-    float_out, derived, derived_params = pair.derived_for(outs)
+    float_out, derived, derived_params = pair.derived_for(out)
     if grad_on and (recording or any(t._edge is not None for t in tangents)):
         t_edges = (*edges, *[t._edge for t in tangents])
         t_result = record(derived, (*args, *tangents), [*arrays, *t_arrays], derived_params, t_edges, t_out)
     else:
         t_result = _wrap(t_out) if len(float_out) == 1 else tuple([_wrap(t) for t in t_out])
-    _attach_tangents(op, outs, float_out, level, t_result, fresh=True)
+    if op.num_outputs == 1:  # the common case, without the tuples
+        tangents = {level: t_result}
+        attach(result, tangents)
+        if op.save_result and result.grad_fn is not None:
+            remember_result(result.grad_fn, 0, tangents)
+        return result
+    _attach_tangents(op, result, float_out, level, t_result, fresh=True)
     return result
 
 
