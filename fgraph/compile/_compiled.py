@@ -32,6 +32,7 @@ from fgraph.compile._keep_shardings import keep_input_shardings
 from fgraph.compile._outputs import mark_tree
 from fgraph.compile._state import StateTable, capture, distinct, is_stateful, value_kinds
 from fgraph.func._tree import flatten, key_orders, unflatten, with_key_orders
+from fgraph.optim.optimizer import Optimizer
 from fgraph.tensor import Tensor, _init_leaf, _new_object, _wrap
 
 __all__ = ["CompiledFunction"]
@@ -125,20 +126,26 @@ class CompiledFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         leaves, treedef = flatten((args, kwargs), is_leaf=_is_leaf)
         call = self._reuse(leaves, treedef)
-        if call is None:
-            call = self._prepare(args, kwargs, leaves, treedef)
-        spec, state_inputs, arg_inputs, positions = call
-        self._pending = call
+        primed: list = []
         try:
-            new_state, placement, outputs = self._jitted(
-                spec, *_split(state_inputs, spec.donated[0]), *_split(arg_inputs, spec.donated[1]))
+            if call is None:
+                primed = _prime_optimizers([leaf for leaf in leaves if is_stateful(leaf)] + self._closure_objects)
+                call = self._prepare(args, kwargs, leaves, treedef)
+            spec, state_inputs, arg_inputs, positions = call
+            self._pending = call
+            try:
+                new_state, placement, outputs = self._jitted(
+                    spec, *_split(state_inputs, spec.donated[0]), *_split(arg_inputs, spec.donated[1]))
+            finally:
+                self._pending = None
+            table = spec.table
+            plan, out_orders = placement.value
+            final = table.write_back(plan, new_state)
+            result = with_key_orders(_import(outputs, table, leaves), out_orders, _is_output_leaf)
+            table.settle(plan, final)
         finally:
-            self._pending = None
-        table = spec.table
-        plan, out_orders = placement.value
-        final = table.write_back(plan, new_state)
-        result = with_key_orders(_import(outputs, table, leaves), out_orders, _is_output_leaf)
-        table.settle(plan, final)
+            for opt, params in primed:  # a stepped parameter's state has moved to its successor
+                opt._unprime(params)
         mark_tree(result, self._name)  # so result.backward() names the fix (results are detached)
         return result
 
@@ -240,6 +247,24 @@ class CompiledFunction:
             self.retrace_reasons.append(reason)
             (logger.warning if self.explain else logger.debug)("fgraph.compile(%s) retraced: %s", self._name, reason)
         self._last_traced = now
+
+
+def _prime_optimizers(objects: list) -> list:
+    """``[(optimizer, parameters primed)]``: the optimizers among ``objects`` make their first state before
+    the trace (see :meth:`Optimizer._prime_state`), so the state's structure is the same at every call.
+    Not beside a GradScaler: a skipped first step must leave no state, which the scaler's traced select
+    does for state the step made, not for state that was there before it."""
+    from fgraph.amp.grad_scaler import GradScaler
+
+    if any(isinstance(obj, GradScaler) for obj in objects):
+        return []
+    primed = []
+    for obj in objects:
+        if isinstance(obj, Optimizer):
+            params = obj._prime_state()
+            if params:
+                primed.append((obj, params))
+    return primed
 
 
 # -- arguments in and results out ---------------------------------------------------------------------------

@@ -50,12 +50,18 @@ def place_like_param(value: jax.Array, param: Any) -> jax.Array:
         >>> place_like_param(jnp.ones(2), jnp.zeros(2)).tolist()   # an uncommitted parameter: nothing to match
         [1.0, 1.0]
     """
-    if isinstance(param, jax.core.Tracer) or isinstance(value, jax.core.Tracer) or not param.committed:
+    if isinstance(param, jax.core.Tracer) or isinstance(value, jax.core.Tracer):
         return value
+    if not param.committed:
+        return value if isinstance(value, jax.Array) else jax.device_put(value)
     sharding = state_sharding(value, param)
     if isinstance(value, jax.Array) and value.committed and value.sharding == sharding:
         return value
-    return jax.device_put(value, sharding)
+    if sharding.is_fully_addressable:
+        return jax.device_put(value, sharding)  # committed, as the kernel's later outputs are
+    from fgraph.distributed._placement import put_array  # a mesh spanning other processes: built from the host
+
+    return put_array(value, sharding)
 
 
 def replicated(array: Any) -> Any:

@@ -50,6 +50,7 @@ from fgraph.autograd.grad_mode import enable_grad
 from fgraph.lazy._state import LAZY
 from fgraph.nn.modules._state_dict import as_array
 from fgraph.nn.parameter import Parameter, as_parameter, current, rebind, succeed
+from fgraph.optim._host_constants import host_values
 from fgraph.optim._state_placement import place_like_param
 from fgraph.tensor import Tensor, _wrap
 
@@ -285,6 +286,37 @@ class Optimizer:
                 new = Tensor(data, requires_grad=p.requires_grad)
             replaced[p] = params[i] = new
         return replaced
+
+    def _prime_state(self) -> list:
+        """Give every trainable parameter without state its first state now; returns the parameters primed.
+
+        ``fgraph.compile`` calls it before it traces a step, so the first call is traced with the state
+        every later call has (one trace, not two). Parameters that then get no gradient lose it again
+        (:meth:`_unprime`): torch keeps no state for them. Not for an optimizer with its own ``step``
+        (LBFGS) or whose first state has a buffer made at the first step (``None``: SGD's momentum).
+        """
+        if type(self).step is not Optimizer.step:
+            return []
+        self._refresh()  # the parameters as they are now (placement and earlier steps rebind them)
+        primed = []
+        for group in self.param_groups:
+            for p in group["params"]:
+                if not p.requires_grad or p in self.state or isinstance(p.array, jax.core.Tracer):
+                    continue
+                state = host_values(functools.partial(self.init_state, p, group))  # no compile per shape
+                if state is None:
+                    state = self.init_state(p, group)
+                if not state or any(v is None for v in state.values()):
+                    continue
+                self.state[p] = {k: _wrap(place_like_param(v, p.array)) for k, v in state.items()}
+                primed.append(p)
+        return primed
+
+    def _unprime(self, primed: list) -> None:
+        """Drop the primed state of parameters the step did not update (a stepped one has moved on to its
+        successor's key)."""
+        for p in primed:
+            self.state.pop(p, None)
 
     def _first_state(self, param: Tensor, group: dict) -> dict:
         # Placed like the parameter (committed, as later steps' states are), so the first step's kernel is reused:
