@@ -122,6 +122,17 @@ def test_example_runs(script, tmp_path):
         assert difference <= 1e-6
 
 
+def test_sharded_gpt_as_two_processes_matches_one_device(tmp_path):
+    # FSDP x tensor parallel over a global mesh of two processes (2 devices each): the multi-host path of
+    # fully_shard, parallelize_module and shard_batch, end to end as a user runs it.
+    command = [sys.executable, str(EXAMPLES_DIR / "sharded_gpt.py"), "--quick", "--processes", "2",
+               "--out", str(tmp_path)]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT_S)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "2 processes, 4 devices" in result.stdout and "sharded training matches one device" in result.stdout
+    assert result.stdout.count("Adam's exp_avg: P('tp', 'fsdp')") == 2, result.stdout  # both processes report
+
+
 def test_examples_are_discovered():
     assert {"train_digits.py", "grad_cam.py", "maml_sine.py", "quickstart.py"} <= set(SCRIPTS)
     assert "_common.py" not in SCRIPTS
