@@ -8,14 +8,8 @@ along its first axis; XLA inserts the gradient all-reduce. Multi-process runs ca
 (every process's devices); every placement then goes through :func:`put_array`, which
 builds global arrays from host values instead of moving a local array across hosts.
 
-Example:
-    >>> import jax
-    >>> import fgraph as fg
-    >>> mesh = fg.distributed.mesh()                       # every device, one "data" axis
-    >>> model = fg.distributed.replicate(fg.nn.Linear(4, 2), mesh)
-    >>> x = fg.distributed.shard_batch(fg.ones(len(jax.devices()) * 2, 4), mesh)
-    >>> model(x).shape
-    (2, 2)
+The package's docstring (:mod:`fgraph.distributed`) shows a data-parallel placement; each function here
+has its own example.
 """
 from __future__ import annotations
 
