@@ -417,3 +417,25 @@ def test_losses_are_traceable_under_jit():
 
     args = (rng.standard_normal((4, 3)), rng.standard_normal((4, 3)), np.array([1, -1, -1, 1]))
     np.testing.assert_allclose(jax.jit(g)(*args), g(*args), rtol=1e-12)
+
+
+def test_class_target_range_is_read_once_across_reshapes(monkeypatch):
+    """The targets' range check reads the host once per array; a reshape (``targets.view(-1)``, a new
+    array every step of a sequence model) inherits it instead of waiting for the queue again."""
+    from fgraph.ops import _known_ranges
+
+    reads = []
+    real = _known_ranges._read
+    monkeypatch.setattr(_known_ranges, "_read", lambda array: reads.append(array) or real(array))
+    logits = fg.tensor(np.zeros((2, 3, 4)))
+    targets = fg.tensor(np.array([[0, 1, 2], [3, 1, 1]]))
+    for _ in range(3):
+        fg.nn.functional.cross_entropy(logits.view(-1, 4), targets.view(-1))
+    assert len(reads) == 1
+    fg.nn.functional.cross_entropy(logits.view(-1, 4), targets.view(-1), ignore_index=3)  # another ignored value: one more read
+    assert len(reads) == 2
+    with pytest.raises(IndexError, match=r"cross_entropy: target 3 is out of bounds for 3 classes"):
+        fg.nn.functional.cross_entropy(logits[..., :3].reshape(6, 3), targets.reshape(6))
+    bad = fg.tensor(np.array([[0, 4]]))
+    with pytest.raises(IndexError, match=r"target 4 is out of bounds"):
+        fg.nn.functional.cross_entropy(fg.tensor(np.zeros((2, 4))), bad.view(-1))

@@ -26,9 +26,7 @@ Example:
 """
 from __future__ import annotations
 
-import collections
 import warnings
-import weakref
 from typing import Any, Optional
 
 import jax.numpy as jnp
@@ -52,6 +50,7 @@ from fgraph.nn.functional._utils import (
 from fgraph.nn.functional.activation import log_softmax, logsigmoid
 from fgraph.nn.functional.basic import pairwise_distance
 from fgraph.ops._declare import apply_op, declare
+from fgraph.ops._known_ranges import value_range
 from fgraph.ops._complex import refuse_complex
 from fgraph.ops.elementwise import (
     abs as _abs,
@@ -198,29 +197,6 @@ def _class_weight(op: str, weight: Optional[Tensor], input: Tensor, class_dim: i
     return reshape(weight, tuple(shape))
 
 
-_RANGES: "collections.OrderedDict[tuple, tuple]" = collections.OrderedDict()  # (id, ignore_index) -> ...
-
-
-def _target_range(array: Any, ignore_index: int) -> tuple:
-    """``(min, max)`` of the class indices other than ``ignore_index`` (``(None, None)``: none), read
-    from the host once per array: arrays are immutable, and a loop reusing its targets (a full
-    batch, a fixed validation set) should not copy them to the host and scan them every step."""
-    key = (id(array), ignore_index)
-    known = _RANGES.get(key)
-    if known is not None and known[0]() is array:
-        return known[1]
-    values = np.asarray(array)
-    values = values[values != ignore_index]
-    found = (int(values.min()), int(values.max())) if values.size else (None, None)
-    try:
-        _RANGES[key] = (weakref.ref(array), found)
-    except TypeError:  # an array type without weak references: not cached
-        return found
-    if len(_RANGES) > 16:
-        _RANGES.popitem(last=False)
-    return found
-
-
 def _check_class_target(op: str, input: Tensor, target: Tensor, class_dim: int, ignore_index: int) -> None:
     check_integer(target, op, "target")
     expected = tuple(input.shape[:class_dim] + input.shape[class_dim + 1:])
@@ -231,7 +207,7 @@ def _check_class_target(op: str, input: Tensor, target: Tensor, class_dim: int, 
         )
     if is_traced(target) or not target.numel():
         return
-    low, high = _target_range(target.array, ignore_index)
+    low, high = value_range(target.array, ignore_index)
     c = input.shape[class_dim]
     if low is not None and (low < 0 or high >= c):
         bad = low if low < 0 else high
