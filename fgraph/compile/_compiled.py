@@ -50,7 +50,7 @@ class _Spec:
         self.table, self.treedef, self.kinds, self.which, self.donated = table, treedef, kinds, which, donated
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Spec) and self.hash == other.hash and self.key == other.key
+        return other is self or isinstance(other, _Spec) and self.hash == other.hash and self.key == other.key
 
     def __hash__(self) -> int:
         return self.hash
@@ -91,6 +91,20 @@ def _is_leaf(value: Any) -> bool:
     return isinstance(value, Tensor) or is_stateful(value)
 
 
+_FLAT_ARGS: dict = {}  # number of positional leaves -> the treedef of ``(args, {})``
+
+
+def _flatten_arguments(args: tuple, kwargs: dict) -> tuple[list, Any]:
+    """``flatten((args, kwargs))``; the usual step's arguments (Tensors and objects, no keywords) without
+    JAX's walk and its callback per node."""
+    if not kwargs and all(map(_is_leaf, args)):
+        treedef = _FLAT_ARGS.get(len(args))
+        if treedef is None:
+            treedef = _FLAT_ARGS[len(args)] = flatten((args, kwargs), is_leaf=_is_leaf)[1]
+        return list(args), treedef
+    return flatten((args, kwargs), is_leaf=_is_leaf)
+
+
 class CompiledFunction:
     """The callable :func:`fgraph.compile` returns. ``traces`` counts traces; ``retrace_reasons`` says why."""
 
@@ -124,7 +138,7 @@ class CompiledFunction:
 
     # -- a call -----------------------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        leaves, treedef = flatten((args, kwargs), is_leaf=_is_leaf)
+        leaves, treedef = _flatten_arguments(args, kwargs)
         call = self._reuse(leaves, treedef)
         primed: list = []
         try:

@@ -56,6 +56,7 @@ class StateTable:
         self._saved_state: dict = {}    # optimizer index -> its ``state`` dict (restored after tracing)
         self._next_inputs = None        # see settle
         self._numbers: dict = {}        # id -> (number or tuple of numbers, its device array(s)); see settle
+        self._layout: Optional[tuple] = None  # see _input_layout
         for index, obj in enumerate(objects):
             if isinstance(obj, Module):
                 self._capture_module(index, obj)
@@ -190,27 +191,47 @@ class StateTable:
         inputs now, while the program runs. The call's own inputs are let go here too, so they are freed
         while the program runs rather than at the next call, before it can start."""
         self._next_inputs = None
-        if plan.same_slots:  # the step kept the slots (not an optimizer's first step)
-            inputs, which = distinct(final)
-            self.values = final
-            if which == self._which:
-                self._next_inputs = self._numbers_on_device(inputs)
+        if not plan.same_slots:  # an optimizer's first step: the slots changed
+            return
+        self.values = final
+        layout = self._layout
+        if layout is None or layout[0] is not plan or layout[1] is not self._which:
+            layout = self._layout = self._input_layout(plan, final)
+            if layout is None:
+                return
+        inputs = [final[i] for i in layout[2]]
+        self._next_inputs = self._numbers_on_device(
+            [value.array if isinstance(value, Tensor) else value for value in inputs], layout[3])
 
-    def _numbers_on_device(self, inputs: list) -> list:
-        """``inputs`` with each Python number (a learning rate, Adam's betas) as a device array, the same
-        array for as long as the slot holds the same number object: jit copies a number from the host
-        on every call, a synchronous transfer per number and call on a GPU."""
+    def _input_layout(self, plan: "WritePlan", final: list) -> Optional[tuple]:
+        """``(plan, which, firsts, kept)`` when ``final`` gives the same program inputs as the call did:
+        ``firsts``, per input, the first slot holding it; ``kept``, the inputs the step left as they were (only
+        those can be Python numbers). The same for every later call of this plan: its new values are fresh
+        objects, one per program output, and the kept ones are shared as the call's inputs were (``which``)."""
+        _, which = distinct(final)
+        if which != self._which:
+            return None
+        firsts: list = []
+        for i, index in enumerate(which):
+            if index == len(firsts):
+                firsts.append(i)
+        kept = tuple(j for j, i in enumerate(firsts) if plan.sources[i][0] is _KEEP)
+        return plan, self._which, tuple(firsts), kept
+
+    def _numbers_on_device(self, inputs: list, positions: Iterable[int]) -> list:
+        """``inputs`` with each Python number (a learning rate, Adam's betas) among ``positions`` as a device
+        array, the same array for as long as the slot holds the same number object: jit copies a number from
+        the host on every call, a synchronous transfer per number and call on a GPU."""
         before, after = self._numbers, {}
-        out = []
-        for value in inputs:
+        for j in positions:
+            value = inputs[j]
             if type(value) in NUMBER_TYPES or type(value) is tuple:
                 arrays, entry = on_device(value, before.get(id(value)))
                 if entry is not None:
                     after[id(value)] = entry
-                value = arrays
-            out.append(value)
+                inputs[j] = arrays
         self._numbers = after
-        return out
+        return inputs
 
     # -- while tracing ----------------------------------------------------------------------------------
     def install(self, inputs: list, which: tuple) -> None:
