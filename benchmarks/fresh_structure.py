@@ -111,6 +111,7 @@ def measure(rounds: int, repeats: int = 5, skip: tuple = ()) -> dict:
     calls alone, the node-by-node reference and the warm-up (first structure in the process).
     ``skip``: peers left out.
     """
+    fg.backends.compilation_cache.disable()  # "fresh": no program may come from an earlier run's disk cache
     data = chain_data(np.random.default_rng(0))
     peers = [p for p in PEERS if (torch is not None or p != "PyTorch eager") and p not in skip]
     cold = {}

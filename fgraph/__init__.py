@@ -12,6 +12,8 @@ Example:
 """
 import numpy as _np
 
+from fgraph import _compilation_cache  # noqa: F401  # JAX's persistent compilation cache, on by default
+
 from fgraph import autograd, linalg, nn, ops, optim, random, utils
 from fgraph import func, viz
 from fgraph._methods import install as _install_methods

@@ -12,6 +12,10 @@ def _jaxlib_version() -> tuple[int, ...]:
 
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+# fgraph turns JAX's persistent compilation cache on at import (in ~/.cache): the suite leaves it off, so a run
+# neither writes thousands of entries into the user's home nor depends on what an earlier run left there.
+# tests/test_compilation_cache.py turns it on in its own subprocesses.
+os.environ.setdefault("FGRAPH_COMPILATION_CACHE", "0")
 # The suite compiles thousands of small kernels and times none of them, so compile time is most of its run
 # time (CI's budget): XLA's CPU backend at optimisation level 0 compiles them ~10% faster, and its classic
 # elemental emitters instead of the newer fusion emitters ~35% faster again (the op tables' reduction family:

@@ -9,6 +9,8 @@
   PyTorch's default; JAX's own default on a GPU allows TF32).
 * ``fg.backends.mps.is_available()``/``is_built()``: ``False`` (JAX has no Metal backend here).
 * ``fg.backends.cudnn.is_available()``: whether there is a GPU.
+* ``fg.backends.compilation_cache.enable(path=None)`` / ``disable()`` / ``cache_dir()``: JAX's persistent
+  compilation cache, which fgraph turns on at import (``FGRAPH_COMPILATION_CACHE=0`` keeps it off).
 
 Example:
     >>> import fgraph as fg
@@ -19,6 +21,6 @@ Example:
 """
 from __future__ import annotations
 
-from fgraph.backends import cuda, cudnn, mps
+from fgraph.backends import compilation_cache, cuda, cudnn, mps
 
-__all__ = ["cudnn", "cuda", "mps"]
+__all__ = ["cudnn", "cuda", "mps", "compilation_cache"]
