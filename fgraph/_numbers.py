@@ -38,6 +38,11 @@ def constants(values: list) -> list:
     tracing: inside a trace a number stays a literal of the program (a concrete array there becomes a
     constant the program hoists into an argument of its own; a cached rule kernel was once called
     without it)."""
+    for value in values:
+        if type(value) in NUMBER_TYPES:
+            break
+    else:  # a backward node's saved arrays, usually: no number, nothing to look up
+        return values
     if not _at_top_level():
         return values
     return [constant(v) for v in values]
