@@ -542,3 +542,13 @@ def test_transformer_errors():
         model(_x(L, N, E), _x(L, 1, E))
     with pytest.raises(ValueError, match="feature number of src and tgt must be equal to d_model"):
         model(_x(L, N, E), _x(L, N, 6))
+
+
+def test_causal_attention_compiled_first_then_eager():
+    """The causal mask made while fg.compile traces belongs to that trace: eager calls after it get their own."""
+    q = fg.tensor(np.random.default_rng(0).standard_normal((1, 2, 5, 8)).astype(np.float32))
+    compiled = fg.compile(lambda t: fg.nn.functional.scaled_dot_product_attention(t, t, t, is_causal=True))
+    first = compiled(q)
+    eager = fg.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
+    np.testing.assert_allclose(first.numpy(), eager.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(compiled(q).numpy(), eager.numpy(), rtol=1e-5, atol=1e-6)

@@ -19,6 +19,7 @@ from typing import Any, Optional
 import jax
 import numpy as np
 
+from fgraph._numbers import _at_top_level
 from fgraph.errors import OpError
 from fgraph.nn.functional._utils import check_float, check_tensor
 from fgraph.nn.functional.activation import softmax
@@ -35,11 +36,23 @@ from fgraph.amp.autocast_mode import autocast_policy
 __all__ = ["scaled_dot_product_attention"]
 
 
-@functools.lru_cache(maxsize=32)
-def _later_keys(queries: int, keys: int, default_device: Any) -> Tensor:
+def _later_keys(queries: int, keys: int) -> Tensor:
     """``is_causal``'s masked positions: key ``j`` after query ``i`` (``j > i``), as torch's ``tril`` mask.
-    Made once per shape (and default device): a host-to-device copy per call cost a GPT step ~0.1 ms a layer."""
+    Eagerly made once per shape (and default device): a host-to-device copy per call cost a GPT step ~0.1 ms
+    a layer. Inside a trace (``fg.compile``) it is made afresh, a constant of the program: an array made
+    there belongs to that trace and must not outlive it."""
+    if not _at_top_level():
+        return _mask(queries, keys)
+    return _cached_mask(queries, keys, jax.config.jax_default_device)
+
+
+def _mask(queries: int, keys: int) -> Tensor:
     return tensor(np.triu(np.ones((queries, keys), dtype=bool), k=1))
+
+
+@functools.lru_cache(maxsize=32)
+def _cached_mask(queries: int, keys: int, default_device: Any) -> Tensor:
+    return _mask(queries, keys)
 
 TENSOR_METHODS: dict = {}
 
@@ -89,7 +102,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         scale = 1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] else 1.0
     scores = mul(matmul(query, transpose(key, -2, -1)), float(scale))
     if is_causal:  # every query sees at least its own position: no row is all masked, no NaN to guard against
-        weights = softmax(masked_fill(scores, _later_keys(L, S, jax.config.jax_default_device), -math.inf), dim=-1)
+        weights = softmax(masked_fill(scores, _later_keys(L, S), -math.inf), dim=-1)
         if dropout_p > 0.0:
             weights = dropout(weights, dropout_p, training=True, key=rng_key)
         return matmul(weights, value)
