@@ -1,9 +1,13 @@
 """Peak memory of a step, each (workload, peer) in its own subprocess.
 
 What is measured: the process's resident memory at its peak *during* a few steady-state
-steps, minus what it held just before them (parameters, data, compiled kernels, the
-interpreter and libraries are in the baseline; warm-up and compiles, fgraph's background
-ones included, happen before it).
+steps, minus what it held just before them (parameters, optimizer state, data, compiled
+kernels, the interpreter and libraries are in the baseline; warm-up and compiles, fgraph's
+background ones included, happen before it). The baseline holds the same things for every
+peer: PyTorch keeps the last step's gradients in ``.grad`` between steps (``zero_grad`` frees
+them at the start of the next), so they are dropped the same way before its baseline is
+taken; left in, they would count as baseline for PyTorch and as step memory for the peers
+that return gradients (fgraph, JAX), a difference of the gradients' size in PyTorch's favour.
 On Linux the peak is ``VmHWM`` after resetting it through ``/proc/self/clear_refs``, so
 warm-up peaks do not count; elsewhere it is the ``ru_maxrss`` delta (which misses a
 step's peak when warm-up went higher). On a GPU, JAX's ``memory_stats()``
@@ -49,6 +53,16 @@ def _step(workload: str, peer: str) -> Callable[[], object]:
     return scale.torch_graph(data) if peer == "PyTorch eager" else scale.fgraph_graph(data)
 
 
+def _drop_torch_grads() -> None:
+    """``zero_grad()`` (``set_to_none``) on the PyTorch optimizers alive in this process: what their step
+    does first, done before the baseline so the gradients a step makes count as that step's memory."""
+    import torch
+
+    for obj in gc.get_objects():
+        if isinstance(obj, torch.optim.Optimizer):
+            obj.zero_grad(set_to_none=True)
+
+
 def _status_kib(field: str) -> Optional[int]:
     try:
         with open("/proc/self/status") as f:
@@ -90,6 +104,8 @@ def child(workload: str, peer: str, steps: int) -> dict:
         fg.autograd.fusion.wait_for_compiles()
         for _ in range(2):
             step()
+    if peer == "PyTorch eager":
+        _drop_torch_grads()
     gc.collect()
     _trim()
     baseline = _status_kib("VmRSS")

@@ -47,9 +47,11 @@ import jax.numpy as jnp
 from fgraph._numbers import on_device
 from fgraph.autograd._leaf_sharding import like_input
 from fgraph.autograd.grad_mode import enable_grad
+from fgraph.autograd.gradients import Gradients
 from fgraph.lazy._state import LAZY
 from fgraph.nn.modules._state_dict import as_array
 from fgraph.nn.parameter import Parameter, as_parameter, current, rebind, succeed
+from fgraph.optim._donation import TEMPORARY_ARGUMENT, distinct_arrays, plan_donation, run_update, seen
 from fgraph.optim._host_constants import host_values
 from fgraph.optim._state_placement import place_like_param
 from fgraph.tensor import Tensor, _wrap
@@ -150,7 +152,13 @@ class Optimizer:
         in the optimizer's order (what ``fg.grad(loss, list(opt.parameters()))`` gives).
         ``closure``: a function that recomputes the loss and returns it (the optimizer
         differentiates it) or returns ``(loss, grads)``.
+
+        The update writes into the buffers of the states and gradients that nothing else can reach any
+        more (gradients passed as a temporary, as in ``opt.step(loss.backward())``), as PyTorch updates
+        in place; a record someone still holds stays readable (see ``fgraph.optim._donation``).
         """
+        # Counted first, before this frame refers to grads again: a temporary dies with the call.
+        temporary = TEMPORARY_ARGUMENT is not None and seen(grads) == TEMPORARY_ARGUMENT
         self._refresh()
         loss = None
         if closure is not None:
@@ -162,8 +170,11 @@ class Optimizer:
                 ".grad, so write grads = loss.backward(); opt.step(grads) (or opt.step(closure=fn))."
             )
         lookup = self._gradient_lookup(grads)
+        # References a temporary container holds to each of its gradients: a value of a dict or Gradients;
+        # an item of a list or tuple, and of the lookup's table.
+        holders = _CONTAINER_HOLDERS.get(type(grads)) if temporary else None
         for group in self.param_groups:
-            self._step_group(group, lookup)
+            self._step_group(group, lookup, holders)
         return loss
 
     def parameters(self) -> list[Tensor]:
@@ -215,10 +226,46 @@ class Optimizer:
             f"{{param: grad}} or a sequence of gradients, got {type(grads).__name__}."
         )
 
-    def _step_group(self, group: dict, lookup: Callable[[Tensor], Optional[Tensor]]) -> None:
-        params = group["params"]
+    def _step_group(self, group: dict, lookup: Callable[[Tensor], Optional[Tensor]],
+                    grad_holders: Optional[int] = None) -> None:
+        """One group's update; ``grad_holders``: see ``plan_donation`` (``None``: donate no gradient)."""
+        active = self._active(group, lookup)
+        if not active:
+            return
+        static = self.static_options(group)
+        kernel = self._kernels.get(static)
+        if kernel is None:  # argument 4: the arrays donated to the update (their buffers take its results)
+            kernel = self._kernels[static] = jax.jit(functools.partial(run_update, type(self).update, static),
+                                                     donate_argnums=(4,))
+        lazy = LAZY.get()
+        hyper = self._hyper_values(group)
+        if lazy is None:
+            hyper = self._hyper_on_device(group, hyper)
+        states = [_arrays(self.state[p]) if p in self.state else self._first_state(p, group) for _, p, _ in active]
+        donated = plan_donation(active, states, self.state, grad_holders) if lazy is None else {}
+        grad_arrays = [None if (n, "") in donated else g.array if g.dtype == p.dtype else g.array.astype(p.dtype)
+                       for n, (_, p, g) in enumerate(active)]
+        args = (hyper, [p.array for _, p, _ in active], grad_arrays, states, donated)
+        del donated  # the arguments hold it: its buffers are gone once the kernel runs
+        results, new_params, new_states = kernel(*args) if lazy is None else lazy.call_tree(kernel, args)
+        for (n, key), array in results.items():
+            if key:
+                new_states[n][key] = array
+            else:
+                new_params[n] = array
+        replaced = self._rebind_group(group, {i: data for (i, _, _), data in zip(active, new_params)})
+        for (_, p, _), state, old_state in zip(active, new_states, states):
+            self.state.pop(p, None)
+            if state:  # keys in the state's own order (jit returns dicts sorted)
+                order = old_state if state.keys() == old_state.keys() else (
+                    list(old_state) + [k for k in state if k not in old_state])
+                self.state[replaced[p]] = {k: None if state[k] is None else _wrap(state[k]) for k in order}
+
+    def _active(self, group: dict, lookup: Callable[[Tensor], Optional[Tensor]]) -> list:
+        """``(index, param, grad)`` of the group's parameters that have a gradient (a method of its own: no
+        variable of the step's frame keeps a gradient, which would count as a holder in ``plan_donation``)."""
         active = []
-        for i, p in enumerate(params):
+        for i, p in enumerate(group["params"]):
             g = lookup(p)
             if g is None:
                 continue
@@ -229,27 +276,7 @@ class Optimizer:
                     f"the parameter {p.shape}; pass the gradients backward returned for these parameters."
                 )
             active.append((i, p, g))
-        if not active:
-            return
-        static = self.static_options(group)
-        kernel = self._kernels.get(static)
-        if kernel is None:
-            kernel = self._kernels[static] = jax.jit(functools.partial(type(self).update, static))
-        lazy = LAZY.get()
-        hyper = self._hyper_values(group)
-        if lazy is None:
-            hyper = self._hyper_on_device(group, hyper)
-        states = [_arrays(self.state[p]) if p in self.state else self._first_state(p, group) for _, p, _ in active]
-        grad_arrays = [g.array if g.dtype == p.dtype else g.array.astype(p.dtype) for _, p, g in active]
-        args = (hyper, [p.array for _, p, _ in active], grad_arrays, states)
-        new_params, new_states = kernel(*args) if lazy is None else lazy.call_tree(kernel, args)
-        replaced = self._rebind_group(group, {i: data for (i, _, _), data in zip(active, new_params)})
-        for (_, p, _), state, old_state in zip(active, new_states, states):
-            self.state.pop(p, None)
-            if state:  # keys in the state's own order (jit returns dicts sorted)
-                order = old_state if state.keys() == old_state.keys() else (
-                    list(old_state) + [k for k in state if k not in old_state])
-                self.state[replaced[p]] = {k: None if state[k] is None else _wrap(state[k]) for k in order}
+        return active
 
     def _hyper_values(self, group: dict) -> dict:
         """The group's traced options; ``fgraph.compile`` substitutes traced values while it traces a step."""
@@ -324,8 +351,8 @@ class Optimizer:
         state = self.init_state(param, group)
         data = param.array
         if isinstance(data, jax.core.Tracer) or not data.committed:  # nothing to match
-            return state
-        return {k: None if v is None else place_like_param(v, data) for k, v in state.items()}
+            return distinct_arrays(state)
+        return distinct_arrays({k: None if v is None else place_like_param(v, data) for k, v in state.items()})
 
     # -- what subclasses define -----------------------------------------------------------------------
     def static_options(self, group: dict) -> tuple:
@@ -452,6 +479,9 @@ def _check_subclass_interface(cls: type) -> None:
     if isinstance(cls.__dict__.get("hyperparameters"), str):
         raise TypeError(f"{cls.__name__}.hyperparameters must be a tuple of option names, got the string "
                         f"{cls.__dict__['hyperparameters']!r}; write ({cls.__dict__['hyperparameters']!r},).")
+
+
+_CONTAINER_HOLDERS = {Gradients: 1, dict: 1, list: 2, tuple: 2}
 
 
 def _arrays(state: dict) -> dict:
