@@ -12,6 +12,9 @@ and the second forward + backward of it:
 * **PyTorch eager**, **jax.jit** (a new jitted ``jax.grad``: the first call compiles) and
   **un-jitted jax.grad**.
 
+:func:`first_calls` times the first 50 calls of a fresh structure (fgraph eager and PyTorch eager):
+a notebook user's edited cell, fusion's background compile included.
+
 The per-op kernels are compiled once beforehand (a warm-up structure, reported separately),
 so "fresh" means a new structure, not new kernels. The budget compares fgraph's
 ``fg.grad`` calls alone (the forward excluded) with the same call node by node
@@ -34,6 +37,7 @@ from overhead import CHAIN_OPS, chain_data, chain_forward
 from timing import block, cli, thread_settings, to_torch, torch, torch_done
 
 BUDGET = 3.0
+FIRST_CALLS = 50  # issue 34: the first 50 calls of a new structure, against PyTorch's
 PEERS = ("fgraph eager", "fgraph compiled", "PyTorch eager", "jax.jit(jax.grad)", "jax.grad (no jit)")
 
 
@@ -135,7 +139,24 @@ def measure(rounds: int, repeats: int = 5, skip: tuple = ()) -> dict:
     med = statistics.median
     return {"first": {p: med(t) for p, t in first.items()}, "second": {p: med(t) for p, t in second.items()},
             "grad_first": med(grad_first), "grad_second": med(grad_second), "node_by_node": med(reference),
-            "cold": cold}
+            "cold": cold, "first_calls": first_calls(data, rounds, seed=1000)}
+
+
+def first_calls(data: dict, rounds: int, seed: int, calls: int = FIRST_CALLS) -> dict:
+    """Seconds for the first ``calls`` forward + backward calls of a fresh structure, fgraph eager and PyTorch
+    eager (median over ``rounds`` structures, a new one per round and peer): what an edited notebook cell
+    costs, fusion's background compile included. Each peer's compiles finish before the next peer starts."""
+    peers = ["fgraph eager"] + (["PyTorch eager"] if torch is not None else [])
+    totals: dict = {p: [] for p in peers}
+    for r in range(rounds):
+        for i, peer in enumerate(peers):
+            call = peer_call(peer, data, structure(seed + r * len(peers) + i))
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                call()
+            totals[peer].append(time.perf_counter() - t0)
+            fg.autograd.fusion.wait_for_compiles()
+    return {p: statistics.median(t) for p, t in totals.items()}
 
 
 def run(quick: bool) -> int:
@@ -154,6 +175,11 @@ def run(quick: bool) -> int:
     print(f"  fg.grad alone: 1st {result['grad_first'] * 1e3:.1f} ms, 2nd {result['grad_second'] * 1e3:.1f} ms, "
           f"node by node {nbn * 1e3:.1f} ms -> worst {worst:.2f}x ({'PASS' if worst <= BUDGET else 'MISS'}, "
           f"budget {BUDGET}x)")
+    calls = result["first_calls"]
+    line = ", ".join(f"{p} {t * 1e3:.0f} ms" for p, t in calls.items())
+    if "PyTorch eager" in calls:
+        line += f" (fgraph ÷ PyTorch {calls['fgraph eager'] / calls['PyTorch eager']:.2f}x)"
+    print(f"  first {FIRST_CALLS} calls of a fresh structure: " + line)
     return 0
 
 

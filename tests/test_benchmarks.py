@@ -23,15 +23,21 @@ WORKLOADS = (
     "fresh 200-node structure: 2nd differentiation",
     "per-sample gradients: batch 64",
     "per-sample gradients by a Python loop of fg.grad",
+    "GPT step: nanoGPT",
+    "ResNet-8 step: batch",
     "peak memory: MLP step",
     "peak memory: 10,000-node graph",
 )
 BUDGETS = ("per-op overhead: fgraph eager ÷ PyTorch eager", "MLP step: fgraph eager − jax.jit",
            "MLP step: un-jitted jax.grad ÷ fgraph eager", "MLP step: fgraph compiled ÷ jax.jit",
-           "CNN step: fgraph compiled ÷ jax.jit", "HVP: fgraph eager ÷ PyTorch eager",
+           "CNN step: fgraph compiled ÷ jax.jit", "GPT step: fgraph compiled ÷ jax.jit",
+           "GPT step: fgraph eager ÷ PyTorch eager", "ResNet-8 step: fgraph compiled ÷ jax.jit",
+           "ResNet-8 step: fgraph eager ÷ jax.jit", "GPT first compiled step: fgraph ÷ jax.jit",
+           "ResNet-8 first compiled step: fgraph ÷ jax.jit", "HVP: fgraph eager ÷ PyTorch eager",
            "10,000-node graph: fgraph eager ÷ PyTorch eager", "fresh 200-node structure: slowest fg.grad call",
-           "per-sample gradients: loop of fg.grad ÷ fgraph vmap(grad)",
-           "per-sample gradients: loop of fg.grad ÷ fg.compile(vmap(grad))",
+           "per-sample gradients: fgraph vmap(grad) ÷ jax.jit(jax.vmap(jax.grad))",
+           "fresh 200-node structure: first 50 calls (fwd+bwd), fgraph eager ÷ PyTorch eager",
+           "peak memory: MLP step, fgraph eager ÷ PyTorch eager",
            "tall Jacobian R^4→R^2000: fgraph jacrev ÷ fgraph jacfwd", "HVP forward-over-reverse (forward_ad + fg.grad) ÷ fgraph double backward",
            "HVP forward-over-reverse (func.jvp(func.grad)) ÷ torch.func jvp(grad)")
 
@@ -61,6 +67,12 @@ def test_quick_suite_prints_every_workload_row():
                      r"backward -?[0-9.]+", proc.stdout, re.M), "the per-op row's parts are not reported"
     assert re.search(r"^DataLoader, 64-sample batches .*: fgraph, 0 workers [0-9]+ / [0-9]+, fgraph, 2 worker threads "
                      r"[0-9]+ / [0-9]+.*; the step alone: fgraph [0-9]+", proc.stdout, re.M), "the DataLoader is not reported"
+    assert re.search(r"^torch\.compile(: not run \(--quick| \(inductor\) of the PyTorch step: GPT |: n/a: GPT )",
+                     proc.stdout, re.M), "the torch.compile line is not reported"
+    assert re.search(r"^Cold start to the (first step: not measured \(--quick\)|end of the first step .*: GPT: "
+                     r"fgraph eager [0-9.]+ s)", proc.stdout, re.M), "the cold first-step line is not reported"
+    assert re.search(r"the first 50 calls of a fresh structure \(fwd\+bwd.*\): fgraph eager [0-9]+ ms", proc.stdout), \
+        "the first calls of a fresh structure are not reported"
     verdicts = [r for r in rows if len(r.split(" | ")) == 4]
     for budget in BUDGETS:
         found = [r for r in verdicts if r.startswith("| " + budget)]
