@@ -81,11 +81,11 @@ def test_passes_run_node_by_node_while_the_program_compiles(fresh_fusion, monkey
     release = threading.Event()
     compile_program = fusion._FusedProgram.compile
 
-    def held_compile(self, plan):
+    def held_compile(self, plan, *lowered):
         assert threading.current_thread() is not threading.main_thread()
         assert not fg.is_grad_enabled(), "the worker runs in the caller's context (grad mode off)"
         release.wait(60)
-        return compile_program(self, plan)
+        return compile_program(self, plan, *lowered)
 
     monkeypatch.setattr(fusion._FusedProgram, "compile", held_compile)
     before = fusion.stats()
@@ -156,6 +156,28 @@ def test_no_background_compile_under_jax_tracing(fresh_fusion):
         assert fusion.stats()["pending"] == 0
     assert fusion.stats()["compiles"] == before["compiles"] + 1
 
+
+
+def test_a_structure_compiles_quickly_first_then_at_full_optimisation_once_it_recurs(fresh_fusion):
+    """The first program is built for compile speed; after OPTIMIZE_AFTER fused runs the worker recompiles the
+    structure at XLA's full optimisation and swaps it in; gradients agree throughout, eagerly and under a trace
+    (where the quick program, a nested jit, may not carry compiler options: the plain one is inlined)."""
+    xa = jnp.array([0.5, -1.0])
+    expected = jnp.cos(xa) * xa + jnp.sin(xa)
+    start = fusion.stats()["compiles"]
+    quick = fusion.quick_compile_options() is not None
+    program = None
+    for k in range(fusion.COMPILE_AFTER + fusion.OPTIMIZE_AFTER + 2):
+        np.testing.assert_allclose(_grads_of(xa), expected, rtol=1e-12)
+        fusion.wait_for_compiles()
+        if k + 1 == fusion.COMPILE_AFTER:  # the second sighting compiled it
+            (program,) = fusion._compiled.values()
+            np.testing.assert_allclose(jax.jit(lambda x: _grads_of(x))(xa), expected, rtol=1e-12)
+        if program is not None:
+            fused_runs = k + 1 - fusion.COMPILE_AFTER
+            assert program.optimized == (not quick or fused_runs >= fusion.OPTIMIZE_AFTER)
+    assert program is not None and program.optimized
+    assert fusion.stats()["compiles"] - start == 1 + quick
 
 # -- the node-by-node engine sums the gradients arriving at one input in batched kernels ------------
 def _fan_in(x, n, sin, add_fn):
