@@ -12,8 +12,11 @@ compiles it (in a copy of the caller's ``contextvars`` context) while the
 node-by-node engine serves the passes, and the first pass after it is ready runs
 fused. A small graph's first program (every array at most :data:`QUICK_MAX_ELEMENTS` elements:
 dispatch-bound) is compiled for compile speed (on the CPU ~4x faster, at the same run time on such
-sizes), so a new structure leaves the node-by-node engine sooner; once it has run
-:data:`OPTIMIZE_AFTER` times the worker recompiles it at XLA's full optimisation and swaps it in.
+sizes), so a new structure leaves the node-by-node engine sooner; once its runs have cost
+:data:`OPTIMIZE_RENT` times its compile, the worker recompiles it at XLA's full optimisation and
+swaps it in. The fresh structure's tracing and lowering (Python) run on the caller's thread and
+only XLA's compile (which releases the GIL) on the worker: Python on the worker thread slowed
+each of the caller's dispatches by a thread switch, ~10x for as long as it ran.
 A compile that fails leaves the structure node by node for good. Under JAX
 tracing (``fgraph.compile``, ``jax.jit`` of an fgraph program) compiles stay in the
 foreground. Compiled programs live in a bounded LRU cache (:func:`set_cache_size`);
@@ -71,9 +74,11 @@ COMPILE_AFTER = 2
 #: program is built for compile speed (:func:`quick_compile_options`, ~4x faster to compile, and as fast to run on
 #: such sizes; on large arrays its loops run ~4x slower, so larger graphs compile at full optimisation at once).
 QUICK_MAX_ELEMENTS = 4096
-#: After this many fused runs of a quick program the structure has shown it recurs: the worker recompiles it at
-#: XLA's full optimisation and swaps that in when ready.
+#: A quick program is recompiled at XLA's full optimisation (by the worker, swapped in when ready) once it has run
+#: at least OPTIMIZE_AFTER times and its runs have taken OPTIMIZE_RENT times what compiling it took: what the
+#: slower loops can have cost by then pays for the new compile (~3-4x the quick one). Tiny graphs never get there.
 OPTIMIZE_AFTER = 8
+OPTIMIZE_RENT = 3.0
 #: Python's thread switch interval (seconds) while the background worker traces and compiles.
 COMPILE_SWITCH_INTERVAL = 1e-4
 
@@ -194,14 +199,16 @@ class _FusedProgram:
     """
 
     __slots__ = ("_calls", "jitted", "state", "error", "n_nodes", "flat", "dual", "runs", "optimized", "body",
-                 "__weakref__")
+                 "seconds", "run_seconds", "__weakref__")
 
     def __init__(self, n_nodes: int, body: Optional[Callable] = None) -> None:
         self._calls = threading.local()  # the plan is per thread: threads may call one program at once
         self.body = functools.partial(_fused_body if body is None else body, self)
         self.jitted = jax.jit(self.body)
-        self.optimized = True  # whether ``jitted`` is built at XLA's full optimisation (see ``compile``)
+        self.optimized = True  # whether ``jitted`` is (or is being replaced by) a fully optimised program
         self.runs = 0
+        self.seconds = 0.0  # spent tracing, lowering and compiling it
+        self.run_seconds = 0.0  # one run of the quick program, timed after its compile
         self.state = _PENDING
         self.error: Optional[BaseException] = None
         self.n_nodes = n_nodes
@@ -228,8 +235,10 @@ class _FusedProgram:
     def count_run(self, plan: Plan) -> None:
         """One more fused run; at :data:`OPTIMIZE_AFTER` the structure recompiles at full optimisation."""
         self.runs += 1
-        if self.runs == OPTIMIZE_AFTER and not self.optimized and _state["background"] \
-                and not _traced(plan.arrays):
+        if self.optimized or self.runs < OPTIMIZE_AFTER or self.runs * self.run_seconds < OPTIMIZE_RENT * self.seconds:
+            return
+        self.optimized = True  # asked for once
+        if _state["background"] and not _traced(plan.arrays):
             jitted = jax.jit(self.body)
             lowered = self.lower(jitted, plan)  # jit's caches hold the trace: milliseconds
             if lowered is not None:
@@ -245,7 +254,6 @@ class _FusedProgram:
         except Exception:  # pragma: no cover - the quick program keeps serving
             return
         self.jitted = jitted
-        self.optimized = True
         with _lock:
             _stats["compile_seconds"] += time.perf_counter() - start
             _stats["compiles"] += 1
@@ -267,6 +275,7 @@ class _FusedProgram:
             lowered = None
         finally:
             self._calls.plan = None
+        self.seconds += time.perf_counter() - start
         with _lock:
             _stats["compile_seconds"] += time.perf_counter() - start
             if lowered is None:
@@ -299,11 +308,16 @@ class _FusedProgram:
             result = self(plan)
             if not _traced(plan.arrays):
                 result = jax.block_until_ready(result)
+                if not self.optimized:  # small by construction: a second run times the program alone
+                    ran = time.perf_counter()
+                    result = jax.block_until_ready(self(plan))
+                    self.run_seconds = time.perf_counter() - ran
         except Exception as exc:  # any failure leaves this structure node by node
             self.error = exc
             self.state = _FAILED
             result = None
         elapsed = time.perf_counter() - start - (_worker.waited - waited)
+        self.seconds += elapsed
         with _lock:
             _stats["compile_seconds"] += elapsed
             _stats["compiles" if self.state is not _FAILED else "compile_failures"] += 1
