@@ -13,7 +13,8 @@ and the second forward + backward of it:
   **un-jitted jax.grad**.
 
 :func:`first_calls` times the first 50 calls of a fresh structure (fgraph eager and PyTorch eager):
-a notebook user's edited cell, fusion's background compile included.
+a notebook user's edited cell, fusion's background compile included; :func:`first_hvp_calls` the
+first 50 Hessian-vector products of a fresh 2-4 layer network the same way.
 
 The per-op kernels are compiled once beforehand (a warm-up structure, reported separately),
 so "fresh" means a new structure, not new kernels. The budget compares fgraph's
@@ -139,7 +140,8 @@ def measure(rounds: int, repeats: int = 5, skip: tuple = ()) -> dict:
     med = statistics.median
     return {"first": {p: med(t) for p, t in first.items()}, "second": {p: med(t) for p, t in second.items()},
             "grad_first": med(grad_first), "grad_second": med(grad_second), "node_by_node": med(reference),
-            "cold": cold, "first_calls": first_calls(data, rounds, seed=1000)}
+            "cold": cold, "first_calls": first_calls(data, rounds, seed=1000),
+            "first_hvp_calls": first_hvp_calls(rounds, seed=2000)}
 
 
 def first_calls(data: dict, rounds: int, seed: int, calls: int = FIRST_CALLS) -> dict:
@@ -151,6 +153,72 @@ def first_calls(data: dict, rounds: int, seed: int, calls: int = FIRST_CALLS) ->
     for r in range(rounds):
         for i, peer in enumerate(peers):
             call = peer_call(peer, data, structure(seed + r * len(peers) + i))
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                call()
+            totals[peer].append(time.perf_counter() - t0)
+            fg.autograd.fusion.wait_for_compiles()
+    return {p: statistics.median(t) for p, t in totals.items()}
+
+
+HVP_WIDTH = 64  # the Hessian-vector product of second_order_and_scale.py, 64 floats wide
+
+
+def hvp_structure(seed: int) -> list:
+    """A random stack of 2-4 layers ``act(h @ W)``, each ``act`` tanh or sin: 28 structures, one set of shapes."""
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, 2, int(rng.integers(2, 5))).tolist()
+
+
+def hvp_call(peer: str, kinds: list, seed: int) -> Callable[[], object]:
+    """One peer's Hessian-vector product (double backward) of the network ``kinds`` on new weights."""
+    rng = np.random.default_rng(seed)
+    ws = [(rng.standard_normal((HVP_WIDTH, HVP_WIDTH)) / np.sqrt(HVP_WIDTH)).astype(np.float32) for _ in kinds]
+    x, v = (rng.standard_normal(HVP_WIDTH).astype(np.float32) for _ in range(2))
+
+    def loss(h, weights, tanh, sin):
+        for w, k in zip(weights, kinds):
+            h = (tanh if k == 0 else sin)(h @ w)
+        return h.sum()
+
+    if peer == "fgraph eager":
+        weights, leaf, vec = [fg.tensor(w) for w in ws], fg.tensor(x, requires_grad=True), fg.tensor(v)
+
+        def fgraph_hvp() -> None:
+            (g,) = fg.grad(loss(leaf, weights, fg.tanh, fg.sin), [leaf], create_graph=True)
+            block(fg.grad((g * vec).sum(), [leaf])[0].array)
+
+        return fgraph_hvp
+    weights, leaf, vec = [to_torch(w) for w in ws], to_torch(x, requires_grad=True), to_torch(v)
+
+    def torch_hvp() -> None:
+        (g,) = torch.autograd.grad(loss(leaf, weights, torch.tanh, torch.sin), [leaf], create_graph=True)
+        torch_done(torch.autograd.grad((g * vec).sum(), [leaf]))
+
+    return torch_hvp
+
+
+def first_hvp_calls(rounds: int, seed: int, calls: int = FIRST_CALLS) -> dict:
+    """Seconds for the first ``calls`` Hessian-vector products of a fresh 2-4 layer network (a new structure and
+    new weights per round and peer; every per-op kernel compiled beforehand), fgraph eager and PyTorch eager,
+    median over ``rounds``: fusion's compiles of the ``create_graph`` pass, its vjp and the second pass included."""
+    peers = ["fgraph eager"] + (["PyTorch eager"] if torch is not None else [])
+    for peer in peers:  # the kernels of every layer kind, on the shapes every round uses
+        warm = hvp_call(peer, [0, 1, 0, 1, 1, 0], seed - 1)
+        for _ in range(3):
+            warm()
+    fg.autograd.fusion.wait_for_compiles()
+    totals: dict = {p: [] for p in peers}
+    used: set = set()
+    candidate = seed
+    for r in range(rounds):
+        for peer in peers:
+            kinds = hvp_structure(candidate)
+            while tuple(kinds) in used:  # a structure no earlier round or peer has seen
+                candidate += 1
+                kinds = hvp_structure(candidate)
+            used.add(tuple(kinds))
+            call = hvp_call(peer, kinds, candidate)
             t0 = time.perf_counter()
             for _ in range(calls):
                 call()
@@ -180,6 +248,11 @@ def run(quick: bool) -> int:
     if "PyTorch eager" in calls:
         line += f" (fgraph ÷ PyTorch {calls['fgraph eager'] / calls['PyTorch eager']:.2f}x)"
     print(f"  first {FIRST_CALLS} calls of a fresh structure: " + line)
+    hvps = result["first_hvp_calls"]
+    line = ", ".join(f"{p} {t * 1e3:.0f} ms" for p, t in hvps.items())
+    if "PyTorch eager" in hvps:
+        line += f" (fgraph ÷ PyTorch {hvps['fgraph eager'] / hvps['PyTorch eager']:.2f}x)"
+    print(f"  first {FIRST_CALLS} Hessian-vector products of a fresh 2-4 layer network: " + line)
     return 0
 
 

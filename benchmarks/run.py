@@ -289,6 +289,9 @@ def budgets(rows: dict, fresh_raw: dict) -> list[tuple[str, str, str, str]]:
     calls = fresh_raw.get("first_calls", {})
     check(f"fresh 200-node structure: first {FIRST_CALLS} calls (fwd+bwd), fgraph eager ÷ PyTorch eager",
           calls["fgraph eager"] / calls[T] if T in calls and "fgraph eager" in calls else None, 1.5, True)
+    hvps = fresh_raw.get("first_hvp_calls", {})
+    check(f"fresh HVP (2-4 tanh/sin layers): first {FIRST_CALLS} calls, fgraph eager ÷ PyTorch eager",
+          hvps["fgraph eager"] / hvps[T] if T in hvps and "fgraph eager" in hvps else None, 1.5, True)
     check("peak memory: MLP step, fgraph eager ÷ PyTorch eager", ratio("mem_mlp", E, T), 1.5, True)
     tall, fwd_hvp = rows["forward"]["tall"], rows["forward"]["hvp"]
     check("tall Jacobian R^4→R^2000: fgraph jacrev ÷ fgraph jacfwd",
@@ -384,7 +387,9 @@ def report(rows: dict, fresh_raw: dict, quick: bool, command: str, note: Optiona
                "first structure in the process (kernels compiling), fwd+bwd: "
                + ", ".join(f"{p} {t * 1e3:.0f} ms" for p, t in fresh_raw["cold"].items()) + "; the first 50 calls "
                "of a fresh structure (fwd+bwd, fusion's background compile included): "
-               + ", ".join(f"{p} {t * 1e3:.0f} ms" for p, t in fresh_raw["first_calls"].items()) + ".")
+               + ", ".join(f"{p} {t * 1e3:.0f} ms" for p, t in fresh_raw["first_calls"].items()) + "; the first 50 "
+               "Hessian-vector products of a fresh 2-4 layer network: "
+               + ", ".join(f"{p} {t * 1e3:.0f} ms" for p, t in fresh_raw.get("first_hvp_calls", {}).items()) + ".")
     out += chain_parts_line(rows["chain"])
     out += autocast_line(rows)
     mlp, hvp = rows["mlp"], rows["hvp"]

@@ -37,6 +37,7 @@ BUDGETS = ("per-op overhead: fgraph eager ÷ PyTorch eager", "MLP step: fgraph e
            "10,000-node graph: fgraph eager ÷ PyTorch eager", "fresh 200-node structure: slowest fg.grad call",
            "per-sample gradients: fgraph vmap(grad) ÷ jax.jit(jax.vmap(jax.grad))",
            "fresh 200-node structure: first 50 calls (fwd+bwd), fgraph eager ÷ PyTorch eager",
+           "fresh HVP (2-4 tanh/sin layers): first 50 calls, fgraph eager ÷ PyTorch eager",
            "peak memory: MLP step, fgraph eager ÷ PyTorch eager",
            "tall Jacobian R^4→R^2000: fgraph jacrev ÷ fgraph jacfwd", "HVP forward-over-reverse (forward_ad + fg.grad) ÷ fgraph double backward",
            "HVP forward-over-reverse (func.jvp(func.grad)) ÷ torch.func jvp(grad)")

@@ -14,9 +14,10 @@ fused. A small graph's first program (every array at most :data:`QUICK_MAX_ELEME
 dispatch-bound) is compiled for compile speed (on the CPU ~4x faster, at the same run time on such
 sizes), so a new structure leaves the node-by-node engine sooner; once its runs have cost
 :data:`OPTIMIZE_RENT` times its compile, the worker recompiles it at XLA's full optimisation and
-swaps it in. The fresh structure's tracing and lowering (Python) run on the caller's thread and
-only XLA's compile (which releases the GIL) on the worker: Python on the worker thread slowed
-each of the caller's dispatches by a thread switch, ~10x for as long as it ran.
+swaps it in. (The worker's tracing and lowering are Python: while they run, each of the caller's
+kernel dispatches waits a thread switch for the GIL, ~10x slower. Run on the caller's thread
+instead, they cost one call ~80 ms for 200 nodes, the same in total over the first 50 calls but
+one long stall: the spread-out slowdown was kept.)
 A compile that fails leaves the structure node by node for good. Under JAX
 tracing (``fgraph.compile``, ``jax.jit`` of an fgraph program) compiles stay in the
 foreground. Compiled programs live in a bounded LRU cache (:func:`set_cache_size`);
@@ -259,12 +260,9 @@ class _FusedProgram:
             _stats["compiles"] += 1
 
     def lower(self, jitted: Any, plan: Plan) -> Optional[Any]:
-        """Trace and lower ``jitted`` for ``plan`` on this (the caller's) thread; ``None`` if that failed.
-
-        Tracing and lowering are Python holding the GIL: on the worker thread they slowed each of the caller's
-        kernel dispatches by a thread switch (a 200-node structure's ~130 ms of lowering stalled the caller's
-        passes for ~250 ms); here they cost the caller their own time once. XLA's compile, which releases
-        the GIL, is what the worker runs."""
+        """Trace and lower ``jitted`` for ``plan`` on this (the caller's) thread; ``None`` if that failed. For the
+        recompile at full optimisation, whose trace jit has cached: a few milliseconds here, where on the worker
+        they would hold the GIL against every dispatch of the caller."""
         start = time.perf_counter()
         self._calls.plan = plan
         try:
@@ -289,17 +287,13 @@ class _FusedProgram:
             self.jitted = jax.jit(self.body, compiler_options=options)
             self.optimized = False
 
-    def compile(self, plan: Plan, lowered: Optional[Any] = None) -> Optional[tuple]:
-        """Compile (``lowered``: traced and lowered already by :meth:`lower`; else trace it too) and run once,
-        which fills jit's dispatch cache; ``None`` if that failed."""
+    def compile(self, plan: Plan) -> Optional[tuple]:
+        """Trace, compile and run once (which fills jit's dispatch cache); ``None`` if that failed."""
         start = time.perf_counter()
         waited = _worker.waited
-        if lowered is None:
-            self.choose_tier(plan)
+        self.choose_tier(plan)
         try:
-            if lowered is not None:
-                lowered.compile()
-            elif threading.current_thread() is _worker.thread:
+            if threading.current_thread() is _worker.thread:
                 self._calls.plan = plan
                 try:
                     compile_politely(self.jitted, plan.arrays)
@@ -509,10 +503,7 @@ def _run_program(program: _FusedProgram, fresh: bool, plan: Any, background: boo
         if _state["background"] and background and not _traced(plan.arrays):
             with _lock:
                 _stats["misses"] += 1
-            program.choose_tier(plan)
-            lowered = program.lower(program.jitted, plan)
-            if lowered is not None:
-                _worker.submit(program.compile, plan, lowered)
+            _worker.submit(program.compile, plan)
             return None
         result = program.compile(plan)
         if result is None:
