@@ -153,12 +153,18 @@ def first_calls(data: dict, rounds: int, seed: int, calls: int = FIRST_CALLS) ->
     for r in range(rounds):
         for i, peer in enumerate(peers):
             call = peer_call(peer, data, structure(seed + r * len(peers) + i))
-            t0 = time.perf_counter()
-            for _ in range(calls):
-                call()
-            totals[peer].append(time.perf_counter() - t0)
-            fg.autograd.fusion.wait_for_compiles()
+            totals[peer].append(_first_calls_of(call, calls))
     return {p: statistics.median(t) for p, t in totals.items()}
+
+
+def _first_calls_of(call: Callable[[], object], calls: int) -> float:
+    """Seconds for ``calls`` calls of ``call``; then its compiles finish (outside the time)."""
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        call()
+    elapsed = time.perf_counter() - t0
+    fg.autograd.fusion.wait_for_compiles()
+    return elapsed
 
 
 HVP_WIDTH = 64  # the Hessian-vector product of second_order_and_scale.py, 64 floats wide
@@ -218,12 +224,7 @@ def first_hvp_calls(rounds: int, seed: int, calls: int = FIRST_CALLS) -> dict:
                 candidate += 1
                 kinds = hvp_structure(candidate)
             used.add(tuple(kinds))
-            call = hvp_call(peer, kinds, candidate)
-            t0 = time.perf_counter()
-            for _ in range(calls):
-                call()
-            totals[peer].append(time.perf_counter() - t0)
-            fg.autograd.fusion.wait_for_compiles()
+            totals[peer].append(_first_calls_of(hvp_call(peer, kinds, candidate), calls))
     return {p: statistics.median(t) for p, t in totals.items()}
 
 
