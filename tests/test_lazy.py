@@ -233,3 +233,25 @@ def test_a_structure_that_fails_to_trace_records_node_by_node(monkeypatch):
         (g,) = fg.grad((x.sin() * x).sum(), [x])
     _close(g.numpy(), np.sin(x.numpy()) + x.numpy() * np.cos(x.numpy()))
     fused_lazy.clear_cache()
+
+
+def test_a_trace_of_small_values_compiles_for_speed_and_a_large_one_fully(monkeypatch):
+    """Like fusion's first programs: a trace whose values all have at most QUICK_MAX_ELEMENTS elements is
+    dispatch-bound and compiles with the quick options; one with a larger value (here an output made from a
+    scalar) compiles at full optimisation. Values are the same either way."""
+    from fgraph.autograd import fusion
+    from fgraph.lazy import _recorder
+
+    built = []
+    for name in ("_jit_replay", "_jit_quick_replay"):
+        make = getattr(_recorder, name)
+        monkeypatch.setattr(_recorder, name, lambda key, make=make, name=name: built.append(name) or make(key))
+    small = fg.tensor(np.linspace(-1.0, 1.0, 16))
+    with fg.lazy():
+        y = (small.sin() * 3.0 + 1.0).sum()
+    np.testing.assert_allclose(y.item(), (np.sin(np.linspace(-1.0, 1.0, 16)) * 3.0 + 1.0).sum(), rtol=1e-12)
+    n = fusion.QUICK_MAX_ELEMENTS + 1
+    with fg.lazy():
+        z = (fg.ones(n, dtype="float64") * small.sum()).sum()
+    np.testing.assert_allclose(z.item(), n * np.linspace(-1.0, 1.0, 16).sum(), rtol=1e-9, atol=1e-9)
+    assert built == ["_jit_quick_replay", "_jit_replay"]

@@ -95,6 +95,7 @@ def _scalar_array(t: type, value: Any) -> Any:
 def cache_clear() -> None:
     """Drop every compiled replay program and cached signature."""
     _PROGRAMS.clear()
+    _SIG_LARGEST.clear()
     _SIGS.clear()
     _FLAT.clear()
     _SCALAR_ARRAYS.clear()
@@ -129,6 +130,7 @@ class Recorder:
         self.externals: list = []
         self.ext_kids: list = []
         self.ext_index: dict = {}  # id(array) -> external index (arrays only; they are held in externals)
+        self.largest = 0  # elements of the largest value recorded (inputs and outputs)
 
     def discard(self) -> None:
         """Drop the pending records (the block raised); their placeholders can no longer be read."""
@@ -186,6 +188,9 @@ class Recorder:
         if sig is None:
             sig = _signature(kernel, kids_t)
         out_kids, out_avals, treedef = sig
+        largest = sig_largest(sig, kids_t)
+        if largest > self.largest:
+            self.largest = largest
         slot = len(self.outs)
         self.records.append((kernel, tuple(refs), treedef))
         STATS["records"] += 1
@@ -227,9 +232,10 @@ class Recorder:
         live_t = tuple(live)
         key = (tuple(records), tuple(self.ext_kids), live_t)
         externals = self.externals
+        quick = self.largest <= _quick_max_elements()
         self._reset()  # before running: an error leaves a clean recorder
         STATS["flushes"] += 1
-        program = cached_program(key, _jit_replay)
+        program = cached_program(key, _jit_quick_replay if quick else _jit_replay)
         token = LAZY.set(None)
         try:
             values = program(*externals)
@@ -262,6 +268,42 @@ def cached_program(key: tuple, make: Callable[[tuple], Callable]) -> Callable:
 def _jit_replay(key: tuple) -> Callable:
     records, _, live = key
     return jax.jit(functools.partial(_replay, records, live))
+
+
+def _jit_quick_replay(key: tuple) -> Callable:
+    """:func:`_jit_replay` built for compile speed: a trace of small values is dispatch-bound (the same options
+    and threshold as fusion's first programs, :func:`fgraph.autograd.fusion.quick_compile_options`)."""
+    from fgraph.autograd.fusion import quick_compile_options
+
+    records, _, live = key
+    return jax.jit(functools.partial(_replay, records, live), compiler_options=quick_compile_options())
+
+
+def _quick_max_elements() -> int:
+    from fgraph.autograd.fusion import QUICK_MAX_ELEMENTS
+
+    return QUICK_MAX_ELEMENTS
+
+
+_SIG_LARGEST: dict = {}  # (out kids, in kids) -> elements of the largest of them
+
+
+def sig_largest(sig: tuple, kids: tuple) -> int:
+    """Elements of the largest input or output of a record with signature ``sig`` on inputs ``kids``."""
+    key = (sig[0], kids)
+    n = _SIG_LARGEST.get(key)
+    if n is None:
+        sizes = [_size(_KID_ABSTRACT[k]) for k in (*sig[0], *kids) if k is not None]
+        n = _SIG_LARGEST[key] = max(sizes, default=0)
+    return n
+
+
+def _size(abstract: Any) -> int:
+    shape = getattr(abstract, "shape", ())
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 def _is_lazy(x: Any) -> bool:
