@@ -165,6 +165,8 @@ def chain_parts(data: dict) -> dict[str, Callable[[], object]]:
     ``jax kernels``: the 200 jitted JAX kernels fgraph's ops dispatch, called from a bare
     wrapper (no fgraph): the dispatch floor of any design that runs one kernel per op;
     ``fgraph no_grad`` / ``fgraph recording``: fgraph's forward without and with the graph;
+    ``fgraph lazy``: the whole step (forward and backward) under ``fg.lazy()``, deferred dispatch
+    replaying one cached program (not a part: the design issue 34 asks eager to reach);
     ``PyTorch forward``: PyTorch's forward, recording its graph (when installed). Subtracting
     these from the eager rows gives each framework's backward.
     """
@@ -184,7 +186,18 @@ def chain_parts(data: dict) -> dict[str, Callable[[], object]]:
     def fgraph_recording():
         return block(chain_forward(*leaves, fg.sin, fg.tanh).array)
 
-    parts = {"jax kernels": jax_kernels, "fgraph no_grad": fgraph_no_grad, "fgraph recording": fgraph_recording}
+    def lazy_grads() -> list:
+        with fg.lazy():
+            return fg.grad(chain_forward(*leaves, fg.sin, fg.tanh), leaves)
+
+    def fgraph_lazy():
+        return block([g.array for g in lazy_grads()])
+
+    eager = fg.grad(chain_forward(*leaves, fg.sin, fg.tanh), leaves)
+    for a, b in zip(lazy_grads(), eager):  # the deferred peer computes what eager does
+        np.testing.assert_allclose(np.asarray(a.array), np.asarray(b.array), rtol=1e-5, atol=1e-6)
+    parts = {"jax kernels": jax_kernels, "fgraph no_grad": fgraph_no_grad, "fgraph recording": fgraph_recording,
+             "fgraph lazy": fgraph_lazy}
     if torch is not None:
         tx, tc, td = (to_torch(data[k], requires_grad=True) for k in ("x", "c", "d"))
 

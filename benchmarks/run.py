@@ -346,6 +346,9 @@ def chain_parts_line(chain: dict) -> list[str]:
             f"{us['fgraph recording']:.2f}, backward {us[E] - us['fgraph recording']:.2f}")
     if "PyTorch forward" in us and T in us:
         line += f"; PyTorch forward {us['PyTorch forward']:.2f}, backward {us[T] - us['PyTorch forward']:.2f}"
+    if "fgraph lazy" in us:
+        line += (f"; the whole step under fg.lazy (deferred dispatch, one cached program) {us['fgraph lazy']:.2f}"
+                 + (f" ({us['fgraph lazy'] / us[T]:.2f}× PyTorch eager)" if T in us else ""))
     return [line + " (see `overhead.chain_parts`)."]
 
 

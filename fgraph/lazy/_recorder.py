@@ -58,7 +58,7 @@ MAX_SCALARS = 4096
 # Signatures of values interned to small ints, so cache keys hash fast.
 _KIDS: dict[Any, int] = {}
 _KID_ABSTRACT: list = []  # kid -> what eval_shape gets for it (ShapeDtypeStruct, or a sample Python scalar)
-_SIGS: dict[tuple, tuple] = {}  # (kernel, kids) -> (out kids, out avals, treedef or None)
+_SIGS: dict[tuple, tuple] = {}  # (kernel, kids) -> (out kids, out avals, treedef or None, largest size)
 _PROGRAMS: "collections.OrderedDict[tuple, Callable]" = collections.OrderedDict()
 _FLAT: dict[tuple, "_Flat"] = {}
 _LEAF = jax.tree_util.tree_structure(0)
@@ -95,7 +95,6 @@ def _scalar_array(t: type, value: Any) -> Any:
 def cache_clear() -> None:
     """Drop every compiled replay program and cached signature."""
     _PROGRAMS.clear()
-    _SIG_LARGEST.clear()
     _SIGS.clear()
     _FLAT.clear()
     _SCALAR_ARRAYS.clear()
@@ -187,8 +186,7 @@ class Recorder:
         sig = _SIGS.get((kernel, kids_t))
         if sig is None:
             sig = _signature(kernel, kids_t)
-        out_kids, out_avals, treedef = sig
-        largest = sig_largest(sig, kids_t)
+        out_kids, out_avals, treedef, largest = sig
         if largest > self.largest:
             self.largest = largest
         slot = len(self.outs)
@@ -285,19 +283,6 @@ def _quick_max_elements() -> int:
     return QUICK_MAX_ELEMENTS
 
 
-_SIG_LARGEST: dict = {}  # (out kids, in kids) -> elements of the largest of them
-
-
-def sig_largest(sig: tuple, kids: tuple) -> int:
-    """Elements of the largest input or output of a record with signature ``sig`` on inputs ``kids``."""
-    key = (sig[0], kids)
-    n = _SIG_LARGEST.get(key)
-    if n is None:
-        sizes = [_size(_KID_ABSTRACT[k]) for k in (*sig[0], *kids) if k is not None]
-        n = _SIG_LARGEST[key] = max(sizes, default=0)
-    return n
-
-
 def _size(abstract: Any) -> int:
     shape = getattr(abstract, "shape", ())
     n = 1
@@ -324,7 +309,9 @@ def _signature(kernel: Callable, kids: tuple) -> tuple:
                   for x in leaves)
     out_kids = tuple(_kid((a.shape, a.dtype, a.weak_type), jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type))
                      for a in avals)
-    sig = _SIGS[(kernel, kids)] = (out_kids, avals, None if treedef == _LEAF else treedef)
+    # The elements of its largest input or output: a trace of small values compiles for speed (see flush).
+    largest = max([_size(_KID_ABSTRACT[k]) for k in (*out_kids, *kids) if k is not None], default=0)
+    sig = _SIGS[(kernel, kids)] = (out_kids, avals, None if treedef == _LEAF else treedef, largest)
     return sig
 
 
