@@ -28,9 +28,10 @@ from op_harness import COMPLEX_DTYPES, DTYPES, check_entry, draw_inputs, family_
 pytestmark = pytest.mark.usefixtures("node_by_node")
 
 #: CI (35 minutes on 2 cores) cuts the combinations whose parts are checked apart: float32 (float64's checks at
-#: single precision) on every second entry of each family and complex64 on the others among the complex ones,
+#: single precision) on every third entry of each family and complex64 on another third of the complex ones,
 #: complex128 on each entry's first case (the other cases' shapes and options are float64's), and the mixed
-#: forward/reverse modes on about half the entries (by name). Every float64 case runs; locally, everything does.
+#: forward/reverse modes on about a third of the entries (by name). Every float64 case runs; locally, everything
+#: does. (Halves, until the suite's CI run neared its 35 minutes: 2043 s.)
 CI = bool(os.environ.get("CI"))
 
 RUNS = [
@@ -40,7 +41,7 @@ RUNS = [
     for position, entry in enumerate(module.TABLE)
     for index, case in enumerate(listed_cases(entry))
     for dtype in DTYPES
-    if dtype == np.float64 or (index == 0 and (position % 2 == 1 or not CI))
+    if dtype == np.float64 or (index == 0 and (position % 3 == 1 or not CI))
 ]
 COMPLEX_RUNS = [
     pytest.param(entry, case, dtype, index, len(listed_cases(entry)),
@@ -49,7 +50,7 @@ COMPLEX_RUNS = [
     for position, entry in enumerate(e for e in module.TABLE if e.name not in real_only(module))
     for index, case in enumerate(listed_cases(entry))
     for dtype in COMPLEX_DTYPES
-    if (dtype == np.complex128 and (index == 0 or not CI)) or (index == 0 and (position % 2 == 0 or not CI))
+    if (dtype == np.complex128 and (index == 0 or not CI)) or (index == 0 and (position % 3 == 2 or not CI))
 ]
 REFUSALS = [
     pytest.param(entry, listed_cases(entry)[0], id=f"{family}-{entry.name}")
@@ -72,7 +73,7 @@ def _max_examples(entry, n_cases: int, dtype) -> int:
 def test_entry_against_jax(entry, case, dtype, index, n_cases):
     # Forward mode on each entry's first case in every dtype; the mixed modes on it in float64 (each
     # new case compiles new tangent kernels, and CI's time is bounded).
-    mixed = dtype == np.float64 and index == 0 and (not CI or zlib.crc32(entry.name.encode()) % 2 == 0)
+    mixed = dtype == np.float64 and index == 0 and (not CI or zlib.crc32(entry.name.encode()) % 3 == 0)
 
     @settings(max_examples=_max_examples(entry, n_cases, dtype))
     @given(data=st.data())
