@@ -251,6 +251,17 @@ def test_errors_name_the_fix():
         fwAD.exit_dual_level()
 
 
+def test_a_bad_dual_op_is_explained_at_the_op():
+    """A dual input takes the lean one- and two-input paths; their errors are the plain op's own."""
+    with fwAD.dual_level():
+        d = fwAD.make_dual(t64([[1.0, 2.0]], requires_grad=True), t64([[1.0, 0.0]]))
+        with pytest.raises(fg.errors.OpError, match=r"add.*\(1, 2\).*\(3,\)"):
+            d + t64([1.0, 2.0, 3.0])
+        with pytest.raises(fg.errors.OpError, match=r"matmul.*\(1, 2\).*\(3, 1\)"):
+            d @ t64([[1.0], [2.0], [3.0]])
+            assert fwAD.unpack_dual(fg.exp(d)).tangent.tolist()[0] == pytest.approx([np.e, 0.0])
+
+
 def test_semantics_match_torch():
     torch = pytest.importorskip("torch")
     tfw = torch.autograd.forward_ad

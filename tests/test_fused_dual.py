@@ -51,22 +51,30 @@ def compile_mode():
     yield from _compiling(False)
 
 
-@pytest.fixture
-def fused_runs(monkeypatch):
-    """How many passes ran as one fused op (a list of 0/1 per pass under a dual level)."""
-    runs = []
-    original = fused_dual.try_run
+def _taken(monkeypatch, name: str) -> list:
+    """Per call of ``fused_dual.<name>`` from now on: whether it answered (not ``None``)."""
+    taken = []
+    original = getattr(fused_dual, name)
 
     def counting(*args):
         result = original(*args)
-        runs.append(result is not None)
+        taken.append(result is not None)
         return result
 
-    monkeypatch.setattr(fused_dual, "try_run", counting)
-    return runs
+    monkeypatch.setattr(fused_dual, name, counting)
+    return taken
 
 
-def test_forward_over_reverse_runs_fused_and_equals_jax(both_modes, fused_runs):
+@pytest.fixture
+def fused_runs(monkeypatch):
+    """Per pass under a dual level: whether it ran as one fused op."""
+    return _taken(monkeypatch, "try_run")
+
+
+def test_forward_over_reverse_runs_fused_and_equals_jax(both_modes, fused_runs, monkeypatch):
+    """Without create_graph nothing is recorded, so the fused pass runs value and tangent on the saved arrays
+    (no input records built, ``_run_untaped``): the results are graph-free and equal jax.jvp of jax.grad."""
+    untaped = _taken(monkeypatch, "_run_untaped")
     expected = jax.jvp(_jax_grad, (X0,), (V0,))
     idx = fg.tensor(IDX)
     for _ in range(6):
@@ -76,8 +84,10 @@ def test_forward_over_reverse_runs_fused_and_equals_jax(both_modes, fused_runs):
             primal, tangent = fwAD.unpack_dual(g)
             np.testing.assert_allclose(primal.numpy(), expected[0], rtol=1e-10, atol=1e-12)
             np.testing.assert_allclose(tangent.numpy(), expected[1], rtol=1e-10, atol=1e-12)
+        assert primal.grad_fn is None and tangent.grad_fn is None
         fusion.wait_for_compiles()
     assert any(fused_runs[-2:]), fused_runs
+    assert any(untaped[-2:]), untaped
 
 
 def test_fused_transforms_equal_jax(compile_mode, fused_runs):
@@ -147,3 +157,4 @@ def test_a_pass_without_tangents_under_a_level_gives_plain_gradients(compile_mod
         np.testing.assert_allclose(g.numpy(), expected, rtol=1e-10, atol=1e-12)
         fusion.wait_for_compiles()
     assert any(fused_runs[-2:]), fused_runs
+

@@ -287,6 +287,33 @@ def apply_dual(op: Any, args: tuple, arrays: list, params: Any, edges: tuple, re
     return run_dual(op, args, arrays, params, edges, recording, level, tuple(positions), tangents)
 
 
+def apply_dual_tensors(op: Any, args: tuple, params: Any) -> Any:
+    """:func:`apply_dual` for ``args`` that are all Tensors (the lean one- and two-input paths of
+    :mod:`fgraph.ops._declare`), without building the generic path's lists first; ``None`` as there."""
+    levels = open_levels()
+    if len(levels) != 1 or not op.differentiable or op.rule is None:
+        return None
+    level = levels[0]
+    positions = []
+    tangents = []
+    arrays = []
+    edges = []
+    recording = False
+    for i, a in enumerate(args):
+        t = tangent_at(a, level)
+        if t is not None:
+            positions.append(i)
+            tangents.append(t)
+        arrays.append(a.array)
+        edge = a._edge
+        edges.append(edge)
+        if edge is not None:
+            recording = True
+    if not positions:
+        return None
+    return run_dual(op, args, arrays, params, tuple(edges), recording, level, tuple(positions), tangents)
+
+
 def run_dual(op: Any, args: tuple, arrays: list, params: Any, edges: tuple, recording: bool, level: Any,
              positions: tuple, tangents: list) -> Any:
     """:func:`apply_dual` once the dual inputs are known: ``tangents`` (Tensors) of ``args[positions]``."""
@@ -312,7 +339,13 @@ def run_dual(op: Any, args: tuple, arrays: list, params: Any, edges: tuple, reco
     if t_out is None:
         return result
     float_out, derived, derived_params = pair.derived_for(out)
-    if grad_on and (recording or any(t._edge is not None for t in tangents)):
+    tangent_recorded = recording
+    if grad_on and not recording:
+        for t in tangents:
+            if t._edge is not None:
+                tangent_recorded = True
+                break
+    if grad_on and tangent_recorded:
         t_edges = (*edges, *[t._edge for t in tangents])
         t_result = record(derived, (*args, *tangents), [*arrays, *t_arrays], derived_params, t_edges, t_out)
     else:

@@ -23,12 +23,13 @@ from typing import Any, Optional
 import jax
 
 from fgraph.autograd import fusion
-from fgraph.autograd._forward_rules import _derived_def, run_dual
+from fgraph.autograd._forward_rules import _PAIRS, PairKernel, _derived_def, run_dual
 from fgraph.autograd.forward_ad import attach, open_levels, result_tangents, tangent_at
 from fgraph.autograd.fused_create_graph import FusedBackward
+from fgraph.autograd.grad_mode import _GRAD_ENABLED
 from fgraph.autograd.graph import make_edge
 from fgraph.autograd.structure import make_plan
-from fgraph.tensor import Tensor, _rewrap
+from fgraph.tensor import Tensor, _rewrap, _wrap
 
 __all__ = ["try_run"]
 
@@ -40,13 +41,15 @@ class FusedPassKernel:
     dropped; one alone is returned bare, as derived kernels with one output do), tracing the engine over
     ``template`` unless a pass supplies its own plan."""
 
-    __slots__ = ("name", "program", "template", "present", "_vjps", "__weakref__")
+    __slots__ = ("name", "program", "template", "present", "_vjps", "op", "params", "__weakref__")
 
     def __init__(self, program: Any, template: Any) -> None:
         self.name = "fused_pass"
         self.program, self.template = program, template
         self.present: Optional[tuple] = None  # which captured and leaf gradients exist (set by a trace)
         self._vjps: dict = {}  # positions -> VjpKernel (see _forward_rules._derived_rule)
+        self.op: Any = None  # the derived op running this kernel, and its params (set once `present` is)
+        self.params: Any = None
 
     def __call__(self, *arrays: Any) -> tuple:
         calls = self.program._calls
@@ -79,13 +82,16 @@ def try_run(found: Any, graph_root: Any, root_nr: int, seeds: list, output_edges
         return None  # not seen often enough yet, or compiling in the background
     level = open_levels()
     level = level[0] if len(level) == 1 else None
+    kernel = _kernel(program, plan)
+    if level is not None and not _GRAD_ENABLED.get():  # nothing to record: arrays in, records out
+        untaped = _run_untaped(found, kernel, plan, seeds, level)
+        if untaped is not None:
+            return untaped
     found_inputs = _inputs(found, seeds, plan.arrays, level)
     if found_inputs is None:
         return None
     inputs, positions, tangents = found_inputs
-    kernel = _kernel(program, plan)
-    op = _derived_def(kernel.name, kernel.single)
-    params = op.Params(kernel)
+    op, params = kernel.op, kernel.params
     calls = program._calls
     previous = getattr(calls, "plan", None)
     calls.plan = plan  # a first call traces this pass
@@ -102,11 +108,79 @@ def try_run(found: Any, graph_root: Any, root_nr: int, seeds: list, output_edges
                 return None
     finally:
         calls.plan = previous
-    outs = iter((outs,) if kernel.single else outs)
+    return _split(found, kernel, (outs,) if kernel.single else outs)
+
+
+def _split(found: Any, kernel: FusedPassKernel, outs: Any) -> tuple[list, dict]:
+    """The pass's ``(captured, leaf gradients)`` from the kernel's outputs ``outs`` (records)."""
+    outs = iter(outs)
     captured_present, leaf_present = kernel.present
     captured = [next(outs) if present else None for present in captured_present]
     leaf_grads = {acc: next(outs) for acc, present in zip(found.leaves, leaf_present) if present}
     return captured, leaf_grads
+
+
+def _run_untaped(found: Any, kernel: FusedPassKernel, plan: Any, seeds: list, level: Any) -> Optional[tuple]:
+    """A pass without ``create_graph`` at one open level: nothing is recorded, so the program's value and
+    tangent run as one dispatch on the plan's arrays, and only the gradients become records (no input
+    records are built, as :func:`_inputs` must for a recorded op). ``None``: the general path."""
+    positions, t_arrays = _tangent_arrays(found, seeds, len(plan.arrays), level)
+    if not positions:
+        return None
+    key = (kernel.op, kernel.params, positions, len(plan.arrays))
+    pair = _PAIRS.get(key)
+    if pair is None:
+        pair = _PAIRS[key] = PairKernel(*key)
+    calls = kernel.program._calls
+    previous = getattr(calls, "plan", None)
+    calls.plan = plan  # a first call traces this pass
+    try:
+        out, t_out = pair.jitted(*plan.arrays, *t_arrays)
+    except (TypeError, ValueError, IndexError):
+        return None
+    finally:
+        calls.plan = previous
+    float_out = pair.derived_for(out)[0]
+    outs = [_wrap(out)] if kernel.single else [_wrap(o) for o in out]
+    t_out = (t_out,) if len(float_out) == 1 else t_out
+    for j, t in zip(float_out, t_out):
+        attach(outs[j], {level: _wrap(t)})
+    return _split(found, kernel, outs)
+
+
+def _tangent_arrays(found: Any, seeds: list, n: int, level: Any) -> tuple[tuple, list]:
+    """``(positions, tangent arrays)`` of the program's ``n`` inputs (see :func:`_inputs`) dual at ``level``;
+    no positions when the layout does not match."""
+    positions: list = []
+    t_arrays: list = []
+    for i, s in enumerate(seeds):
+        t = tangent_at(s, level)
+        if t is not None:
+            positions.append(i)
+            t_arrays.append(t.array)
+    i = len(seeds)
+    for node, span in zip(found.order, found.layout):
+        if span is None:
+            continue
+        start, stop = span
+        if type(node) is not FusedBackward:  # a FusedBackward's values have no tangents
+            saved = node.saved_inputs or ()
+            for a in saved:
+                t = tangent_at(a, level) if isinstance(a, Tensor) else None
+                if t is not None:
+                    positions.append(i)
+                    t_arrays.append(t.array)
+                i += 1
+            remembered = result_tangents(node)
+            for k in range(stop - start - len(saved)):
+                t = remembered.get(k, {}).get(level) if remembered else None
+                if t is not None:
+                    positions.append(i)
+                    t_arrays.append(t.array)
+                i += 1
+        else:
+            i += stop - start
+    return (tuple(positions), t_arrays) if i == n else ((), [])
 
 
 def _kernel(program: Any, plan: Any) -> FusedPassKernel:
@@ -116,6 +190,8 @@ def _kernel(program: Any, plan: Any) -> FusedPassKernel:
             if program.dual is None:
                 kernel = FusedPassKernel(program, plan)
                 jax.eval_shape(kernel, *plan.arrays)  # which gradients the program returns: kernel.present
+                kernel.op = _derived_def(kernel.name, kernel.single)
+                kernel.params = kernel.op.Params(kernel)
                 program.dual = kernel
             kernel = program.dual
     return kernel

@@ -40,7 +40,7 @@ from fgraph._numbers import constants
 from fgraph.amp.autocast_mode import ACTIVE as _AMP_ON
 from fgraph.amp.autocast_mode import cast_op_args
 from fgraph.autograd._record_state import RECORD_EXTRAS
-from fgraph.autograd._forward_rules import apply_dual, propagate
+from fgraph.autograd._forward_rules import apply_dual, apply_dual_tensors, propagate
 from fgraph.autograd.anomaly import forward_stack
 from fgraph.autograd.forward_ad import OPEN as _FW_OPEN
 from fgraph.autograd.forward_ad import open_levels, with_result_tangents
@@ -244,6 +244,10 @@ def apply_op(op: OpDef, args: tuple, params: Any = None) -> Any:
 
 def apply_unary(op: OpDef, x: Tensor, params: Any = None) -> Tensor:
     """:func:`apply_op` for one Tensor input and one output: the common case, kept lean."""
+    if _FW_OPEN[0] and isinstance(x, Tensor) and not _AMP_ON[0] and LAZY.get() is None:
+        result = apply_dual_tensors(op, (x,), params)  # a dual input: value and tangent in one dispatch
+        if result is not None:
+            return result
     if not isinstance(x, Tensor) or _FW_OPEN[0] or _AMP_ON[0]:
         return apply_op(op, (x,), params)
     kernel = op._kernels.get(params)
@@ -276,6 +280,10 @@ def apply_unary(op: OpDef, x: Tensor, params: Any = None) -> Tensor:
 
 def apply_binary(op: OpDef, a: Any, b: Any, params: Any = None) -> Tensor:
     """:func:`apply_op` for two inputs and one output (``a * b``, ``a + b``, ...), kept lean."""
+    if _FW_OPEN[0] and isinstance(a, Tensor) and isinstance(b, Tensor) and not _AMP_ON[0] and LAZY.get() is None:
+        result = apply_dual_tensors(op, (a, b), params)  # a dual input: value and tangent in one dispatch
+        if result is not None:
+            return result
     if not (isinstance(a, Tensor) and isinstance(b, Tensor)) or _FW_OPEN[0] or _AMP_ON[0]:
         return apply_op(op, (a, b), params)
     kernel = op._kernels.get(params)
