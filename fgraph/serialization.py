@@ -308,7 +308,7 @@ def _load_from(f: BinaryIO, name: str, device: Any) -> Any:
     size = f.seek(0, os.SEEK_END) - start
     f.seek(start)
     head = f.read(min(size, 64))
-    foreign = _foreign_format(head, f, start, name)
+    foreign = None if _framed_like_safetensors(head, size) else _foreign_format(head, f, start, name)
     if foreign:
         raise CheckpointError(foreign)
     header = _read_header(f, start, head, size, name)
@@ -362,6 +362,12 @@ def _corrupt_structure(name: str, exc: Exception) -> CheckpointError:
         f"load: the structure metadata of {name!r} is corrupt ({type(exc).__name__}: {exc}). Its tensors can "
         "still be read as a flat dict with safetensors.numpy.load_file."
     )
+
+
+def _framed_like_safetensors(head: bytes, size: int) -> bool:
+    """Whether ``head`` opens as safetensors does: a little-endian header length that fits in the file, then
+    the header's JSON ``{``. (Checked first: a header of 1408 bytes begins ``80 05``, a pickle's first bytes.)"""
+    return len(head) > 8 and head[8:9] == b"{" and 8 + struct.unpack("<Q", head[:8])[0] <= size
 
 
 def _foreign_format(head: bytes, f: BinaryIO, start: int, name: str) -> Optional[str]:
