@@ -27,7 +27,8 @@ small (a 1-layer GPT, a batch of 8 16×16 images) with fgraph eager, PyTorch eag
 jax.jit only, one timed call each, no cold starts), ``--write`` (also write
 this backend's section of ``benchmarks/RESULTS.md``, leaving the other backends' sections as they
 are), ``--note TEXT`` (a line for that section), ``--device cpu|gpu`` (JAX's platform; by default
-JAX's default backend, which is labelled). On a GPU the PyTorch peers run on the GPU as well
+JAX's default backend, which is labelled), ``--runs N`` (each figure the median of N suite runs, each in a
+fresh process; ``medians.py``). On a GPU the PyTorch peers run on the GPU as well
 (``timing.torch_device``).
 """
 from __future__ import annotations
@@ -463,7 +464,17 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--note", default=None, help="a line to put at the top of RESULTS.md")
     parser.add_argument("--device", choices=("cpu", "gpu"), default=None,
                         help="JAX platform to run on (default: JAX's default backend)")
+    parser.add_argument("--runs", type=int, default=1,
+                        help="report each figure's median over this many suite runs, each in a fresh process")
+    parser.add_argument("--rows-json", default=None, help=argparse.SUPPRESS)  # one run of --runs writes here
     args = parser.parse_args(argv)
+    command = "python -m benchmarks " + shlex.join(argv if argv is not None else sys.argv[1:])
+    if args.runs > 1:
+        import medians
+
+        child = (["--quick"] if args.quick else []) + (["--device", args.device] if args.device else [])
+        rows, fresh_raw = medians.run_in_processes(child, args.runs)
+        return _finish(rows, fresh_raw, args, command)
     if args.device:
         os.environ["JAX_PLATFORMS"] = "cuda" if args.device == "gpu" else "cpu"
     from timing import match_threads
@@ -494,8 +505,19 @@ def main(argv: Optional[list[str]] = None) -> int:
             rows[key] = result
         print(f"{key}: {time.perf_counter() - wall:.1f} s wall, {time.process_time() + _children_cpu() - cpu:.1f} s cpu",
               file=sys.stderr, flush=True)
-    command = "python -m benchmarks " + shlex.join(argv if argv is not None else sys.argv[1:])
-    text = report(rows, fresh_raw, args.quick, command.strip(), args.note)
+    if args.rows_json:
+        import medians
+
+        medians.write_rows(args.rows_json, rows, fresh_raw)
+    return _finish(rows, fresh_raw, args, command)
+
+
+def _finish(rows: dict, fresh_raw: dict, args: argparse.Namespace, command: str) -> int:
+    """Print the report (and write it, with ``--write``)."""
+    note = args.note
+    if args.runs > 1:
+        note = f"Median of {args.runs} suite runs, each in a fresh process." + (f" {note}" if note else "")
+    text = report(rows, fresh_raw, args.quick, command.strip(), note)
     print(text)
     if args.write:
         import jax

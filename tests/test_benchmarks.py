@@ -95,3 +95,18 @@ def test_writing_one_backend_keeps_the_other_backends_results(tmp_path):
     assert "second cpu table" in text and "first cpu table" not in text and "gpu table" in text
     assert text.index("## CPU") < text.index("## GPU"), "the CPU section comes first"
     assert text.count("<!-- results: cpu -->") == 1 and text.count("<!-- results: gpu -->") == 1
+
+
+def test_medians_of_runs_take_each_figure_from_the_runs_that_have_it():
+    """``--runs N``'s reduction (``benchmarks/medians.py``): a number's median over the runs holding it, a
+    peer missing from one run still reported, text and flags from the first run."""
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    try:
+        from medians import median_tree
+    finally:
+        sys.path.pop(0)
+    runs = [{"mlp": {"fgraph eager": 3.0, "jax.jit": 1.0}, "labels": {"gpt": "4 layers"}, "ok": True},
+            {"mlp": {"fgraph eager": 1.0}, "labels": {"gpt": "other"}, "ok": False},
+            {"mlp": {"fgraph eager": 2.0, "jax.jit": 5.0, "PyTorch eager": 7.0}}]
+    assert median_tree(runs) == {"mlp": {"fgraph eager": 2.0, "jax.jit": 3.0, "PyTorch eager": 7.0},
+                                 "labels": {"gpt": "4 layers"}, "ok": True}
