@@ -41,6 +41,7 @@ from fgraph.amp.autocast_mode import ACTIVE as _AMP_ON
 from fgraph.amp.autocast_mode import cast_op_args
 from fgraph.autograd._record_state import RECORD_EXTRAS
 from fgraph.autograd._forward_rules import apply_dual, apply_dual_tensors, propagate
+from fgraph.ops._saved_inputs import kept_by, pair_keep
 from fgraph.autograd.anomaly import forward_stack
 from fgraph.autograd.forward_ad import OPEN as _FW_OPEN
 from fgraph.autograd.forward_ad import open_levels, with_result_tangents
@@ -145,7 +146,7 @@ class OpDef:
             None if isinstance(save_inputs, bool) else
             save_inputs if isinstance(save_inputs, (slice, dict)) else frozenset(save_inputs)
         )
-        self.pair_keep = _pair_keep(self.saved_positions)
+        self.pair_keep = pair_keep(self.saved_positions)
         self.save_result = save_result
         self.differentiable = differentiable
         self.num_outputs = num_outputs
@@ -367,45 +368,7 @@ def _record(op: OpDef, args: tuple, arrays: list, params: Any, edges: tuple, out
 
 def _kept(op: OpDef, args: tuple, edges: tuple) -> tuple:
     """``args`` with the inputs the rule does not read replaced by ``None``."""
-    return _kept_by(op.saved_positions, args, edges)
-
-
-def _pair_keep(keep: Any) -> Optional[tuple]:
-    """For a two-input call, which inputs to save: ``table[a has no edge][b has no edge]`` is
-    ``(save a, save b)``, :func:`_kept`'s answer worked out once per op instead of per recorded node."""
-    if keep is None:
-        return None
-    table = []
-    for a_edge in (True, None):
-        row = []
-        for b_edge in (True, None):
-            try:
-                saved = _kept_by(keep, (0, 1), (a_edge, b_edge))
-            except IndexError:  # positions beyond two inputs: apply_binary never meets this op
-                return None
-            row.append((saved[0] is not None, saved[1] is not None))
-        table.append(tuple(row))
-    return tuple(table)
-
-
-def _kept_by(keep: Any, args: tuple, edges: tuple) -> tuple:
-    if type(keep) is dict:  # plain loops: this runs for nodes recorded through apply_op
-        kept = []
-        for i, a in enumerate(args):
-            wanted = keep.get(i)
-            if wanted is not None:
-                for j in wanted:
-                    if edges[j] is not None:
-                        break
-                else:
-                    a = None
-            else:
-                a = None
-            kept.append(a)
-        return tuple(kept)
-    if isinstance(keep, slice):
-        keep = range(len(args))[keep]
-    return tuple(a if i in keep else None for i, a in enumerate(args))
+    return kept_by(op.saved_positions, args, edges)
 
 
 def _meta(x: Any) -> tuple:
