@@ -304,6 +304,9 @@ def ready_peers(w: Workload, names: tuple) -> tuple[dict, Optional[str]]:
     for peer, make in makers(w).items():
         if peer not in names:
             continue
+        if peer == TC and os.environ.get("FGRAPH_BENCH_TORCH_COMPILE") == "0":
+            failure = "left out: FGRAPH_BENCH_TORCH_COMPILE=0 (inductor's compiles cost minutes of a short lease)"
+            continue
         try:
             started = make()()
             first[peer] = _scalar(started.step())
@@ -365,8 +368,10 @@ def cold_time(w: Workload, path: str, peer: str) -> Optional[float]:
     return out.get("seconds")
 
 
-def cold_times(w: Workload, peers: tuple, repeats: int = COLD_REPEATS) -> dict:
-    """``{peer: median seconds to the first step}``, one fresh process per repeat, repeats interleaved across peers."""
+def cold_times(w: Workload, peers: tuple, repeats: Optional[int] = None) -> dict:
+    """``{peer: median seconds to the first step}``, one fresh process per repeat, repeats interleaved across peers
+    (``COLD_REPEATS`` of them unless ``repeats`` says; the suite's ``--cold-repeats`` sets it)."""
+    repeats = COLD_REPEATS if repeats is None else repeats
     samples: dict = {p: [] for p in peers}
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, f"{w.name}.npz")
@@ -422,7 +427,7 @@ def _measure_models(out: dict, names: tuple, quick: bool) -> None:
         else:
             out[name] = measure_all({p: peer.step for p, peer in peers.items()}, {p: 7 for p in peers}, 0.2)
         del peers
-        if not quick:
+        if not quick and COLD_REPEATS:
             out["cold"][name] = cold_times(w, tuple(p for p in names if p != TC or failure is None))
 
 

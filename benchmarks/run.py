@@ -28,7 +28,12 @@ jax.jit only, one timed call each, no cold starts), ``--write`` (also write
 this backend's section of ``benchmarks/RESULTS.md``, leaving the other backends' sections as they
 are), ``--note TEXT`` (a line for that section), ``--device cpu|gpu`` (JAX's platform; by default
 JAX's default backend, which is labelled), ``--runs N`` (each figure the median of N suite runs, each in a
-fresh process; ``medians.py``). On a GPU the PyTorch peers run on the GPU as well
+fresh process; ``medians.py``), ``--keep-runs DIR`` (with ``--runs``: keep each run's figures in DIR as
+it ends, so a run cut short still leaves the ones before it), ``--combine FILE...`` (report, and with
+``--write`` write, the medians of runs kept so, with the environment they ran in: a device machine's runs
+written up elsewhere), ``--only STAGE,...`` (those stages alone, for a device machine's short lease; the table
+and the budgets say "n/a" for the rest) and ``--cold-repeats N`` (fresh processes per peer for the real
+models' cold first step; 0 leaves it out). On a GPU the PyTorch peers run on the GPU as well
 (``timing.torch_device``).
 """
 from __future__ import annotations
@@ -246,9 +251,10 @@ def _ratio(a: Optional[float], b: Optional[float]) -> str:
     return "n/a" if a is None or b is None or b == 0 else f"{a / b:.2f}×"
 
 
-def budgets(rows: dict, fresh_raw: dict) -> list[tuple[str, str, str, str]]:
-    """``(what, measured, budget, verdict)`` for every budget of issue 13; "n/a" when a peer is missing."""
-    out = []
+def budgets(rows: dict, fresh_raw: dict, backend: str = "cpu") -> list[tuple[str, str, str, str]]:
+    """``(what, measured, budget, verdict)`` for every budget of issues 13 and 34 (and, on a GPU, issue 34's GPU
+    budgets); "n/a" when a peer or a stage (``--only``) is missing."""
+    out: list = []
 
     def check(what: str, measured: Optional[float], limit: float, at_most: bool, unit: str = "×") -> None:
         if measured is None:
@@ -259,12 +265,19 @@ def budgets(rows: dict, fresh_raw: dict) -> list[tuple[str, str, str, str]]:
                     "PASS" if ok else "MISS"))
 
     def ratio(row: str, a: str, b: str) -> Optional[float]:
-        x, y = rows[row].get(a), rows[row].get(b)
+        x, y = rows.get(row, {}).get(a), rows.get(row, {}).get(b)
         return None if x is None or y is None else x / y
 
+    if backend != "cpu":  # issue 34's budgets for a GPU
+        check("GPU: MLP step, fgraph compiled ÷ jax.jit", ratio("mlp", C, J), 1.1, True)
+        check("GPU: CNN step, fgraph compiled ÷ jax.jit", ratio("cnn", C, J), 1.1, True)
+        check("GPU: GPT step, fgraph compiled ÷ jax.jit", ratio("gpt", C, J), 1.1, True)
+        check("GPU: MLP step, fgraph eager ÷ PyTorch eager", ratio("mlp", E, T), 1.0, True)
+        check("GPU: 10,000-node graph, device memory, fgraph eager ÷ PyTorch eager",
+              ratio("mem_device_graph10k", E, T), 2.0, True)
     check("per-op overhead: fgraph eager ÷ PyTorch eager", ratio("chain", E, T), 1.0, True)  # issue 34 (was 1.6)
-    mlp_row = rows["mlp"]
-    over = None if J not in mlp_row else (mlp_row[E] - mlp_row[J]) * 1e6
+    mlp_row = rows.get("mlp", {})
+    over = None if J not in mlp_row or E not in mlp_row else (mlp_row[E] - mlp_row[J]) * 1e6
     check("MLP step: fgraph eager − jax.jit (µs; ≤ 1.0× jax.jit + 100 µs)", over, 100, True, " µs")
     check("MLP step: un-jitted jax.grad ÷ fgraph eager", ratio("mlp", N, E), 5, False)
     check("MLP step: fgraph compiled ÷ jax.jit", ratio("mlp", C, J), 1.1, True)
@@ -274,14 +287,15 @@ def budgets(rows: dict, fresh_raw: dict) -> list[tuple[str, str, str, str]]:
     check("ResNet-8 step: fgraph compiled ÷ jax.jit", ratio("resnet8", C, J), 1.02, True)
     # The issue's alternative where XLA's CPU convolutions are slower than PyTorch's: eager against jax.jit.
     check("ResNet-8 step: fgraph eager ÷ jax.jit", ratio("resnet8", E, J), 1.1, True)
-    cold = rows["real_models"]["cold"]
+    cold = rows.get("real_models", {}).get("cold", {})
     for key, name in (("gpt", "GPT"), ("resnet8", "ResNet-8")):
         first = cold.get(key, {})
         check(f"{name} first compiled step: fgraph ÷ jax.jit",
               first[C] / first[J] if C in first and J in first else None, 1.2, True)
     check("HVP: fgraph eager ÷ PyTorch eager", ratio("hvp", E, T), 1.5, True)
     check("10,000-node graph: fgraph eager ÷ PyTorch eager", ratio("graph10k", E, T), 2, True)
-    worst = max(fresh_raw["grad_first"], fresh_raw["grad_second"]) / fresh_raw["node_by_node"]
+    worst = (max(fresh_raw["grad_first"], fresh_raw["grad_second"]) / fresh_raw["node_by_node"]
+             if "node_by_node" in fresh_raw else None)
     check("fresh 200-node structure: slowest fg.grad call ÷ node-by-node fg.grad", worst, 3, True)
     # Issue 34 replaced "the loop >= 5x vmap" (the loop's own speed-up made it meaningless) by a floor.
     check("per-sample gradients: fgraph vmap(grad) ÷ jax.jit(jax.vmap(jax.grad))", ratio("per_sample", E, J), 1.1, True)
@@ -294,11 +308,11 @@ def budgets(rows: dict, fresh_raw: dict) -> list[tuple[str, str, str, str]]:
     check(f"fresh HVP (2-4 tanh/sin layers): first {FIRST_CALLS} calls, fgraph eager ÷ PyTorch eager",
           hvps["fgraph eager"] / hvps[T] if T in hvps and "fgraph eager" in hvps else None, 1.5, True)
     check("peak memory: MLP step, fgraph eager ÷ PyTorch eager", ratio("mem_mlp", E, T), 1.5, True)
-    tall, fwd_hvp = rows["forward"]["tall"], rows["forward"]["hvp"]
+    tall, fwd_hvp = rows.get("forward", {}).get("tall", {}), rows.get("forward", {}).get("hvp", {})
     check("tall Jacobian R^4→R^2000: fgraph jacrev ÷ fgraph jacfwd",
-          tall["fgraph jacrev"] / tall["fgraph jacfwd"], 5, False)
+          tall["fgraph jacrev"] / tall["fgraph jacfwd"] if tall else None, 5, False)
     check("HVP forward-over-reverse (forward_ad + fg.grad) ÷ fgraph double backward",
-          fwd_hvp["fgraph forward_ad + fg.grad"] / fwd_hvp["fgraph double backward"], 1, True)
+          fwd_hvp["fgraph forward_ad + fg.grad"] / fwd_hvp["fgraph double backward"] if fwd_hvp else None, 1, True)
     torch_fwd = fwd_hvp.get("torch.func jvp(grad)")
     check("HVP forward-over-reverse (func.jvp(func.grad)) ÷ torch.func jvp(grad)",
           None if torch_fwd is None else fwd_hvp["fgraph forward-over-reverse"] / torch_fwd, 1.5, True)
@@ -329,6 +343,8 @@ def table(rows: dict) -> list[str]:
              "|---|---|" + "---:|" * (len(PEERS) + 3)]
     labels = rows.get("labels", {})  # the real models' rows say their size on this backend
     for key, (label, unit, scale) in ROWS.items():
+        if key not in rows:  # a stage --only left out
+            continue
         label = labels.get(key, label)
         row = {p: t * scale for p, t in rows[key].items()}
         cells = [_fmt(row.get(p)) for p in PEERS]
@@ -356,15 +372,19 @@ def chain_parts_line(chain: dict) -> list[str]:
 def autocast_line(rows: dict) -> list[str]:
     """bfloat16 autocast ÷ float32 for each peer of the MLP and CNN steps (the table's rows)."""
     parts = []
+    if not {"mlp", "mlp_bf16", "cnn", "cnn_bf16"} <= set(rows):
+        return []
     for label, f32, bf16 in (("MLP", rows["mlp"], rows["mlp_bf16"]), ("CNN", rows["cnn"], rows["cnn_bf16"])):
         ratios = [f"{p} {bf16[p] / f32[p]:.2f}×" for p in PEERS if p in bf16 and p in f32]
         parts.append(f"{label}: " + ", ".join(ratios))
     return ["bfloat16 autocast ÷ float32, same peer (see `benchmarks/autocast_step.py`): " + "; ".join(parts) + "."]
 
 
-def forward_lines(times: dict) -> list[str]:
+def forward_lines(times: Optional[dict]) -> list[str]:
     """The forward-mode workloads (``forward_mode.py``), µs per call, with ratios to fgraph's forward-mode peer."""
-    out = []
+    out: list[str] = []
+    if not times:
+        return out
     for key, label, ref in (("tall", "Jacobian of an MLP R^4→R^2000", "fgraph jacfwd"),
                             ("hvp", "Hessian-vector product, 64 floats (as above)", "fgraph forward-over-reverse")):
         row = times[key]
@@ -373,30 +393,39 @@ def forward_lines(times: dict) -> list[str]:
     return out
 
 
-def report(rows: dict, fresh_raw: dict, quick: bool, command: str, note: Optional[str]) -> str:
-    """This backend's section of ``RESULTS.md``: the environment, the table, the floors and the budgets."""
+def machine() -> dict:
+    """Where this run ran: the section's title, its backend and the environment lines (kept with a run's figures,
+    so that ``--combine`` can write a section for a machine it is not on)."""
     import jax
 
     from timing import device_kind
 
-    backend = jax.default_backend()
-    out = [f"## {device_kind()}", ""]
+    return {"title": device_kind(), "backend": jax.default_backend(), "environment": environment()}
+
+
+def report(rows: dict, fresh_raw: dict, quick: bool, command: str, note: Optional[str],
+           where: Optional[dict] = None) -> str:
+    """This backend's section of ``RESULTS.md``: the environment, the table, the floors and the budgets."""
+    where = where or machine()
+    backend = where["backend"]
+    out = [f"## {where['title']}", ""]
     if note:
         out += [f"**{note}**", ""]
     out += [f"Command: `{command}`" + (" (smoke run: one repeat, figures are rough)" if quick else ""), ""]
-    out += environment() + [""]
+    out += where["environment"] + [""]
     out += table(rows) + [""]
-    out.append(f"fresh structure, fg.grad alone: 1st {fresh_raw['grad_first'] * 1e3:.1f} ms, "
-               f"2nd {fresh_raw['grad_second'] * 1e3:.1f} ms, node by node {fresh_raw['node_by_node'] * 1e3:.1f} ms; "
-               "first structure in the process (kernels compiling), fwd+bwd: "
-               + ", ".join(f"{p} {t * 1e3:.0f} ms" for p, t in fresh_raw["cold"].items()) + "; the first 50 calls "
-               "of a fresh structure (fwd+bwd, fusion's background compile included): "
-               + ", ".join(f"{p} {t * 1e3:.0f} ms" for p, t in fresh_raw["first_calls"].items()) + "; the first 50 "
-               "Hessian-vector products of a fresh 2-4 layer network: "
-               + ", ".join(f"{p} {t * 1e3:.0f} ms" for p, t in fresh_raw.get("first_hvp_calls", {}).items()) + ".")
-    out += chain_parts_line(rows["chain"])
+    if fresh_raw:
+        out.append(f"fresh structure, fg.grad alone: 1st {fresh_raw['grad_first'] * 1e3:.1f} ms, "
+                   f"2nd {fresh_raw['grad_second'] * 1e3:.1f} ms, node by node {fresh_raw['node_by_node'] * 1e3:.1f} ms; "
+                   "first structure in the process (kernels compiling), fwd+bwd: "
+                   + ", ".join(f"{p} {t * 1e3:.0f} ms" for p, t in fresh_raw["cold"].items()) + "; the first 50 calls "
+                   "of a fresh structure (fwd+bwd, fusion's background compile included): "
+                   + ", ".join(f"{p} {t * 1e3:.0f} ms" for p, t in fresh_raw["first_calls"].items()) + "; the first 50 "
+                   "Hessian-vector products of a fresh 2-4 layer network: "
+                   + ", ".join(f"{p} {t * 1e3:.0f} ms" for p, t in fresh_raw.get("first_hvp_calls", {}).items()) + ".")
+    out += chain_parts_line(rows.get("chain", {}))
     out += autocast_line(rows)
-    mlp, hvp = rows["mlp"], rows["hvp"]
+    mlp, hvp = rows.get("mlp", {}), rows.get("hvp", {})
     if SPLIT in mlp and J in mlp and E in mlp:
         out.append(f"MLP step cut into the nine programs fgraph eager dispatches, in pure JAX (no fgraph): "
                    f"{mlp[SPLIT] * 1e6:.0f} µs, jax.jit + {(mlp[SPLIT] - mlp[J]) * 1e6:.0f} µs; fgraph eager: "
@@ -406,7 +435,7 @@ def report(rows: dict, fresh_raw: dict, quick: bool, command: str, note: Optiona
                    + (f" ({hvp[SPLIT] / hvp[T]:.2f}× PyTorch)" if T in hvp else "")
                    + f"; fgraph eager: that + {(hvp[E] - hvp[SPLIT]) * 1e6:.0f} µs "
                    "(see \"CPU async dispatch\" in `benchmarks/README.md`).")
-    out += forward_lines(rows["forward"])
+    out += forward_lines(rows.get("forward"))
     if "dataloader" in rows:
         import dataloader as d
 
@@ -419,8 +448,9 @@ def report(rows: dict, fresh_raw: dict, quick: bool, command: str, note: Optiona
         import real_models
 
         out += real_models.summary_lines(rows["real_models"])
-    out.append(f"Peak memory: resident-set growth during steady-state steps above the process's baseline "
-               f"({', '.join(rows['methods'])}), one subprocess per workload and peer; see `benchmarks/memory.py`.")
+    if "methods" in rows:
+        out.append(f"Peak memory: resident-set growth during steady-state steps above the process's baseline "
+                   f"({', '.join(rows['methods'])}), one subprocess per workload and peer; see `benchmarks/memory.py`.")
     for key in ("mem_device_mlp", "mem_device_graph10k"):
         if key in rows:
             out.append(f"Device peak_bytes_in_use ({key[11:]}): "
@@ -429,7 +459,8 @@ def report(rows: dict, fresh_raw: dict, quick: bool, command: str, note: Optiona
     if backend != "cpu":
         out += ["Issue 13's budgets were set for the 2-core CPU; on this backend they are shown for comparison.", ""]
     out += ["| budget | measured | budget | verdict |", "|---|---:|---:|---|"]
-    out += [f"| {what} | {measured} | {limit} | {verdict} |" for what, measured, limit, verdict in budgets(rows, fresh_raw)]
+    out += [f"| {what} | {measured} | {limit} | {verdict} |"
+            for what, measured, limit, verdict in budgets(rows, fresh_raw, backend)]
     return "\n".join(out) + "\n"
 
 
@@ -452,6 +483,12 @@ def write_section(path: str, backend: str, text: str) -> None:
                                         for b in order))
 
 
+# The suite's stages in the order they run: name -> the function above that measures it.
+STAGES = {"chain": chain, "mlp": mlp, "cnn": cnn, "autocast": autocast, "hvp": hvp, "forward": forward,
+          "dataloader": dataloader, "distributed": distributed, "real_models": real, "graph10k": graph10k,
+          "fresh": fresh, "per_sample": per_sample, "memory": memory}
+
+
 def _children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -466,27 +503,54 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="JAX platform to run on (default: JAX's default backend)")
     parser.add_argument("--runs", type=int, default=1,
                         help="report each figure's median over this many suite runs, each in a fresh process")
+    parser.add_argument("--only", default=None, metavar="STAGE,...",
+                        help="run only these stages (of: " + ", ".join(STAGES) + "); the table shows their rows")
+    parser.add_argument("--cold-repeats", type=int, default=None, metavar="N",
+                        help="fresh processes per peer for the real models' cold first step (default 3; 0: none)")
+    parser.add_argument("--keep-runs", default=None, metavar="DIR",
+                        help="with --runs: keep each run's figures in DIR (run1.json, ...) as soon as it ends")
+    parser.add_argument("--combine", nargs="+", default=None, metavar="FILE",
+                        help="report the medians of runs kept by --keep-runs, in the environment they ran in")
     parser.add_argument("--rows-json", default=None, help=argparse.SUPPRESS)  # one run of --runs writes here
     args = parser.parse_args(argv)
-    command = "python -m benchmarks " + shlex.join(argv if argv is not None else sys.argv[1:])
-    if args.runs > 1:
+    given = list(argv if argv is not None else sys.argv[1:])
+    if args.rows_json:  # a run of --runs: its command is the suite's, without the hand-over file
+        del given[given.index("--rows-json"):given.index("--rows-json") + 2]
+    command = "python -m benchmarks " + shlex.join(given)
+    if args.combine:
         import medians
 
-        child = (["--quick"] if args.quick else []) + (["--device", args.device] if args.device else [])
-        rows, fresh_raw = medians.run_in_processes(child, args.runs)
+        rows, fresh_raw, where, ran = medians.combine(args.combine)
+        args.runs = len(args.combine)
+        combined = shlex.join(["python", "-m", "benchmarks", "--combine", *map(os.path.basename, args.combine)]
+                              + (["--write"] if args.write else []))
+        processes = "1 fresh process" if args.runs == 1 else f"{args.runs} fresh processes"
+        return _finish(rows, fresh_raw, args, f"{ran}` in {processes}, combined by `{combined}", where)
+    if args.runs > 1 or args.keep_runs:
+        import medians
+
+        child = ((["--quick"] if args.quick else []) + (["--device", args.device] if args.device else [])
+                 + (["--only", args.only] if args.only else [])
+                 + (["--cold-repeats", str(args.cold_repeats)] if args.cold_repeats is not None else []))
+        rows, fresh_raw = medians.run_in_processes(child, args.runs, args.keep_runs)
         return _finish(rows, fresh_raw, args, command)
     if args.device:
         os.environ["JAX_PLATFORMS"] = "cuda" if args.device == "gpu" else "cpu"
     from timing import match_threads
 
     match_threads()
+    if args.cold_repeats is not None:
+        import real_models
+
+        real_models.COLD_REPEATS = args.cold_repeats
+    asked = set(STAGES if args.only is None else args.only.split(","))
+    if asked - set(STAGES):
+        parser.error(f"--only: no stage {', '.join(sorted(asked - set(STAGES)))}; the stages are {', '.join(STAGES)}")
     rows: dict = {}
-    stages = (("chain", chain), ("mlp", mlp), ("cnn", cnn), ("autocast", autocast), ("hvp", hvp), ("forward", forward),
-              ("dataloader", dataloader), ("distributed", distributed), ("real_models", real), ("graph10k", graph10k),
-              ("fresh", fresh),
-              ("per_sample", per_sample), ("memory", memory))
     fresh_raw: dict = {}
-    for key, stage in stages:
+    for key, stage in STAGES.items():
+        if key not in asked:
+            continue
         wall, cpu = time.perf_counter(), time.process_time() + _children_cpu()
         result = stage(args.quick)
         if key == "fresh":
@@ -508,21 +572,20 @@ def main(argv: Optional[list[str]] = None) -> int:
     if args.rows_json:
         import medians
 
-        medians.write_rows(args.rows_json, rows, fresh_raw)
+        medians.write_rows(args.rows_json, rows, fresh_raw, machine(), command)
     return _finish(rows, fresh_raw, args, command)
 
 
-def _finish(rows: dict, fresh_raw: dict, args: argparse.Namespace, command: str) -> int:
+def _finish(rows: dict, fresh_raw: dict, args: argparse.Namespace, command: str, where: Optional[dict] = None) -> int:
     """Print the report (and write it, with ``--write``)."""
     note = args.note
     if args.runs > 1:
         note = f"Median of {args.runs} suite runs, each in a fresh process." + (f" {note}" if note else "")
-    text = report(rows, fresh_raw, args.quick, command.strip(), note)
+    where = where or machine()
+    text = report(rows, fresh_raw, args.quick, command.strip(), note, where)
     print(text)
     if args.write:
-        import jax
-
-        write_section(os.path.join(HERE, "RESULTS.md"), jax.default_backend(), text)
+        write_section(os.path.join(HERE, "RESULTS.md"), where["backend"], text)
     return 0
 
 

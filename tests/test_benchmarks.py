@@ -43,11 +43,25 @@ BUDGETS = ("per-op overhead: fgraph eager ÷ PyTorch eager", "MLP step: fgraph e
            "HVP forward-over-reverse (func.jvp(func.grad)) ÷ torch.func jvp(grad)")
 
 
-def test_quick_suite_prints_every_workload_row():
+def test_quick_suite_prints_every_workload_row(tmp_path, capsys):
+    """Run as a device machine's runs are (``--keep-runs``: the figures kept as each run ends); the table
+    ``--combine`` makes of the kept run, elsewhere, is the same."""
     env = dict(os.environ, PYTHONPATH=ROOT)
-    proc = subprocess.run([sys.executable, "-m", "benchmarks", "--quick"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=900)
+    proc = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--keep-runs", str(tmp_path)], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    try:
+        import run
+
+        assert run.main(["--combine", str(tmp_path / "run1.json")]) == 0
+    finally:
+        sys.path.remove(os.path.join(ROOT, "benchmarks"))
+    combined = capsys.readouterr().out
+    assert "Command: `python -m benchmarks --quick` in 1 fresh process, combined by `python -m benchmarks --combine run1.json`" \
+        in combined
+    table = [line for line in proc.stdout.splitlines() if line.startswith("| ")]
+    assert table == [line for line in combined.splitlines() if line.startswith("| ")]
     rows = [line for line in proc.stdout.splitlines() if line.startswith("| ")]
     header = rows[0].split(" | ")
     eager = header.index("fgraph eager")
@@ -110,3 +124,30 @@ def test_medians_of_runs_take_each_figure_from_the_runs_that_have_it():
             {"mlp": {"fgraph eager": 2.0, "jax.jit": 5.0, "PyTorch eager": 7.0}}]
     assert median_tree(runs) == {"mlp": {"fgraph eager": 2.0, "jax.jit": 3.0, "PyTorch eager": 7.0},
                                  "labels": {"gpt": "4 layers"}, "ok": True}
+
+
+def test_a_run_of_some_stages_reports_their_rows_and_the_gpu_budgets_on_a_gpu():
+    """``--only`` (a device machine's short lease): the table has the stages that ran, every budget of the rest
+    says n/a, and a GPU section carries issue 34's GPU budgets; an unknown stage is refused by name."""
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    try:
+        import run
+
+        where = {"title": "GPU (test)", "backend": "gpu", "environment": ["- device: a test"]}
+        rows = {"mlp": {"fgraph eager": 2e-3, "fgraph compiled": 1.2e-3, "PyTorch eager": 1e-3, "jax.jit": 1e-3}}
+        text = run.report(rows, {}, False, "python -m benchmarks --only mlp", None, where)
+        try:
+            run.main(["--only", "mlp,warp_drive"])
+        except SystemExit as e:
+            refused = e.code
+    finally:
+        sys.path.remove(os.path.join(ROOT, "benchmarks"))
+    table = [line for line in text.splitlines() if line.startswith("| ") and line.count(" | ") > 4]
+    assert [line.split(" | ")[0] for line in table[1:]] == ["| MLP step: batch 64, 784→256→256→10, cross-entropy, Adam"]
+    verdicts = {line.split(" | ")[0][2:]: line.rstrip(" |").split(" | ")[-1] for line in text.splitlines()
+                if line.startswith("| ") and line.count(" | ") == 3}
+    assert verdicts["GPU: MLP step, fgraph compiled ÷ jax.jit"] == "MISS"  # 1.2x against 1.1x
+    assert verdicts["GPU: MLP step, fgraph eager ÷ PyTorch eager"] == "MISS"
+    assert verdicts["GPU: GPT step, fgraph compiled ÷ jax.jit"] == "n/a"
+    assert verdicts["HVP: fgraph eager ÷ PyTorch eager"] == "n/a"
+    assert refused == 2
