@@ -297,3 +297,25 @@ def test_linear_without_bias_equals_torch(shape):
     _, TF = _torch()
     # 1-D and 3-D inputs: torch records a view over MmBackward0 (FUSED_VIEWS), fgraph the MmBackward0 node
     _against_torch(F.linear, TF.linear, _arrays(shape, (5, 4)), same_name=len(shape) == 2)
+
+
+def test_a_node_variant_keeps_its_primitives_complex_refusal():
+    """A node-name variant shares its primitive's kernel cache, so it must compile the same kernel: once
+    ``clamp_max(x, tensor)`` (``ClampMaxBackward1``, a variant of clamp_tensor) had run, ``fg.clamp`` of complex
+    tensors computed instead of refusing (the variant's kernel lacked the real-only check)."""
+    import gc
+
+    from fgraph.ops._declare import OpDef, registry
+
+    x = fg.tensor(X, requires_grad=True)
+    assert x.clamp_max(_w(fg, 4)).grad_fn.name() == "ClampMaxBackward1"
+    z = fg.tensor(np.ones((2, 3)) * (1 + 1j))
+    with pytest.raises(fg.OpError, match="complex"):
+        fg.clamp(z, z, z)
+    variants = [o for o in gc.get_objects() if isinstance(o, OpDef) and registry.get(o.name) not in (None, o)]
+    assert len(variants) > 10
+    for v in variants:
+        op = registry[v.name]
+        assert v._kernels is op._kernels
+        assert (v.real_only, v.complex_fix, v.tangent, v.fuse_rule) == (op.real_only, op.complex_fix, op.tangent,
+                                                                        op.fuse_rule), v

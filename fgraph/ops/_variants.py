@@ -21,11 +21,15 @@ __all__ = ["node_variant"]
 
 
 def node_variant(op: OpDef, node_name: str) -> OpDef:
-    """An unregistered copy of ``op`` whose nodes are named ``node_name``, sharing ``op``'s kernels."""
+    """An unregistered copy of ``op`` whose nodes are named ``node_name``, sharing ``op``'s kernels.
+
+    Everything that shapes a kernel is copied too: a kernel the variant compiles serves ``op`` as well (a
+    variant without ``real_only`` once left ``fg.clamp``'s cached kernel computing on complex inputs)."""
     saved = op.save_inputs if op.saved_positions is None else op.saved_positions
     variant = OpDef(op.name, op.forward, op.rule, params=op.param_names, save_inputs=saved,
                     save_result=op.save_result, differentiable=op.differentiable, num_outputs=op.num_outputs,
-                    node_name=node_name, hint=op.hint)
+                    node_name=node_name, hint=op.hint, fuse_rule=op.fuse_rule, real_only=op.real_only,
+                    complex_fix=op.complex_fix, tangent=op.tangent)
     variant.Params = op.Params
     variant._kernels = op._kernels
     variant._rule_kernels = op._rule_kernels
