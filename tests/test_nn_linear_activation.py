@@ -92,3 +92,27 @@ def test_reprs_match_torch():
              (nn.Softplus(), torch.nn.Softplus()), (nn.ELU(), torch.nn.ELU())]
     for ours, theirs in pairs:
         assert repr(ours) == repr(theirs)
+
+
+def test_gelu_derivative_agrees_with_jax_and_torch_in_float64_tails_included():
+    """Exact gelu's derivative ``Phi(x) + x * pdf(x)`` takes ``Phi`` through erf, as PyTorch's gelu backward does
+    (cheaper than erfc, which ``jax.nn.gelu`` and ``jsp.ndtr`` use). In the negative tail ``1 + erf`` rounds
+    ``Phi`` below 1e-16 to 0, where the derivative is ``x * pdf`` to that absolute precision: compared with
+    ``jax.grad(jax.nn.gelu)`` and torch's float64 gelu backward to rtol 1e-12, atol 1e-15; second derivatives
+    (through the rule's own derivative) too."""
+    xs = np.concatenate([np.linspace(-12.0, 12.0, 97), [-30.0, 0.0, 30.0]])
+    x = fg.tensor(xs, dtype=fg.float64, requires_grad=True)
+    (g,) = fg.grad(fg.nn.functional.gelu(x).sum(), [x], create_graph=True)
+    (h,) = fg.grad(g.sum(), [x])
+
+    def gelu(a):
+        return jax.nn.gelu(a, approximate=False)
+
+    ref_g = jax.vmap(jax.grad(gelu))(jnp.asarray(xs))
+    ref_h = jax.vmap(jax.grad(jax.grad(gelu)))(jnp.asarray(xs))
+    np.testing.assert_allclose(g.numpy(), ref_g, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(h.numpy(), ref_h, rtol=1e-10, atol=1e-15)
+    torch = pytest.importorskip("torch")
+    tx = torch.tensor(xs, dtype=torch.float64, requires_grad=True)
+    (tg,) = torch.autograd.grad(torch.nn.functional.gelu(tx).sum(), [tx])
+    np.testing.assert_allclose(g.numpy(), tg.numpy(), rtol=1e-12, atol=1e-15)

@@ -257,9 +257,10 @@ def _normal_cdf_rule(ctx, g):
 
 
 def _normal_cdf_forward(x):
-    # Through erf, as jax.nn.gelu's own derivative and PyTorch's gelu backward compute it. jsp.ndtr's extra
-    # branches keep the far tail's relative precision, which no gradient needs, at 2x the cost of the whole
-    # gelu backward (a GPT step's largest fusions).
+    # Through erf, as PyTorch's gelu backward computes it. erfc (jax.nn.gelu, our forward) and jsp.ndtr keep
+    # the negative tail's relative precision, where the CDF is below 1e-16 and the derivative is x * pdf to
+    # 1e-16 anyway, at the cost of branches that made the gelu backward a GPT step's largest fusions
+    # (fg.compile's step: 1.18x the jax.jit twin with erfc, 0.90x with erf, on the 2-core CPU).
     return (jax.lax.erf(x * _INV_SQRT_2) + 1) * 0.5
 
 
