@@ -399,7 +399,8 @@ def measure(quick: bool) -> dict:
     """``{"gpt": {peer: s/step}, "resnet8": ..., "cold": {model: {peer: s}}, "torch_compile": {model: why it
     failed}, "labels": {model: row label}}``; quick: fgraph eager, PyTorch eager and jax.jit, no cold starts."""
     names = QUICK_PEERS if quick else PEERS
-    out: dict = {"cold": {}, "torch_compile": {}, "labels": {m: label(m, quick) for m in MODELS}, "quick": quick}
+    out: dict = {"cold": {}, "torch_compile": {}, "labels": {m: label(m, quick) for m in MODELS}, "quick": quick,
+                 "cold_repeats": 0 if quick else COLD_REPEATS}
     threads = torch.get_num_threads() if torch is not None else 0
     if quick and torch is not None:
         # On a 2-core machine whose other core is busy (CI runs tests on both), each of a 2-thread PyTorch
@@ -457,10 +458,13 @@ def summary_lines(result: dict) -> list[str]:
     if cold:
         parts = [f"{_title(name)}: " + ", ".join(f"{p} {s:.2f} s" for p, s in times.items())
                  for name, times in cold.items()]
+        repeats = round(result.get("cold_repeats", COLD_REPEATS))  # a number in JSON: 1.0 once combined
         lines.append("Cold start to the end of the first step (fresh process; imports and the model build excluded, "
-                     f"compiles included; median of {COLD_REPEATS}): " + "; ".join(parts) + ".")
+                     "compiles included; " + ("one fresh process per peer in each suite run" if repeats == 1 else
+                                              f"median of {repeats} fresh processes per peer in a suite run")
+                     + "): " + "; ".join(parts) + ".")
     else:
-        lines.append("Cold start to the first step: not measured (--quick).")
+        lines.append("Cold start to the first step: not measured (--quick, or --cold-repeats 0).")
     return lines
 
 

@@ -84,7 +84,7 @@ def test_quick_suite_prints_every_workload_row(tmp_path, capsys):
                      r"[0-9]+ / [0-9]+.*; the step alone: fgraph [0-9]+", proc.stdout, re.M), "the DataLoader is not reported"
     assert re.search(r"^torch\.compile(: not run \(--quick| \(inductor\) of the PyTorch step: GPT |: n/a: GPT )",
                      proc.stdout, re.M), "the torch.compile line is not reported"
-    assert re.search(r"^Cold start to the (first step: not measured \(--quick\)|end of the first step .*: GPT: "
+    assert re.search(r"^Cold start to the (first step: not measured \(--quick|end of the first step .*: GPT: "
                      r"fgraph eager [0-9.]+ s)", proc.stdout, re.M), "the cold first-step line is not reported"
     assert re.search(r"the first 50 calls of a fresh structure \(fwd\+bwd.*\): fgraph eager [0-9]+ ms", proc.stdout), \
         "the first calls of a fresh structure are not reported"
