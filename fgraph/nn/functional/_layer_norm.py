@@ -1,15 +1,20 @@
-"""Layer normalization as one primitive (torch's ``NativeLayerNormBackward0``), behind ``F.layer_norm``.
+"""Layer normalization as one primitive (torch's ``NativeLayerNormBackward0``), behind ``F.layer_norm``, and
+training-mode batch normalization likewise (``NativeBatchNormBackward0``, behind ``F.batch_norm``).
 
-Every transformer block calls it twice, so one kernel and one node in place of the
-mean, variance, rsqrt and affine ops the composite recorded count in every step.
+Every transformer block calls layer norm twice, and every ResNet block batch norm twice,
+so one kernel and one node in place of the mean, variance, rsqrt and affine ops the
+composite recorded count in every step (and, compiled, the rule's two reductions are
+cheaper than the composite's chain of derivatives).
 
-Over the trailing ``k`` dimensions (``N`` elements each), with ``mu`` the mean,
+Over the normalized dimensions (layer norm: the trailing ``k``; batch norm: all but the
+channel dimension 1), with ``mu`` the mean,
 ``rstd = (var + eps) ** -0.5`` (biased variance) and ``xhat = (x - mu) rstd``, the
-output is ``y = xhat * w + b`` (``weight``/``bias`` optional). The rule, with
+output is ``y = xhat * w + b`` (``weight``/``bias`` optional; batch norm's are given in the
+channel shape ``(1, C, 1, ...)``). The rule, with
 ``gh = g * w`` (``g`` without a weight) and means over the normalized dimensions:
 
 * ``d/dx = rstd * (gh - mean(gh) - xhat * mean(gh * xhat))``;
-* ``d/dw = g * xhat`` and ``d/db = g``, summed over the leading dimensions by the central
+* ``d/dw = g * xhat`` and ``d/db = g``, summed to the weight's shape by the central
   ``reduce_grad``.
 
 The rule recomputes ``mu`` and ``rstd`` from the saved input (a node keeps ``x`` and
@@ -27,17 +32,17 @@ from fgraph.ops._declare import RuleContext, apply_op, declare
 from fgraph.ops.elementwise import add, mul, sub
 from fgraph.ops.elementwise_math import rsqrt
 from fgraph.ops.reduction import mean
+from fgraph.ops.shape import reshape
 from fgraph.tensor import Tensor
 
-__all__ = ["native_layer_norm"]
+__all__ = ["native_layer_norm", "native_batch_norm"]
 
 
 def _dims(ndim: int, k: int) -> tuple:
     return tuple(range(ndim - k, ndim))
 
 
-def _layer_norm_forward(x: Any, w: Any, b: Any, *, k: int, eps: float) -> Any:
-    dims = _dims(x.ndim, k)
+def _normalize_forward(x: Any, w: Any, b: Any, dims: tuple, eps: float) -> Any:
     mu = jnp.mean(x, axis=dims, keepdims=True)
     d = x - mu
     var = jnp.mean(d * d, axis=dims, keepdims=True)
@@ -49,12 +54,10 @@ def _layer_norm_forward(x: Any, w: Any, b: Any, *, k: int, eps: float) -> Any:
     return y
 
 
-def _layer_norm_rule(ctx: RuleContext, g: Tensor) -> tuple:
+def _normalize_rule(ctx: RuleContext, g: Tensor, dims: tuple, eps: float) -> tuple:
     x, w, _ = ctx.inputs
-    k, eps = ctx.params
     grad_x = grad_w = None
     if ctx.needs[0] or ctx.needs[1]:
-        dims = _dims(x.ndim, k)
         d = sub(x, mean(x, dim=dims, keepdim=True))
         rstd = rsqrt(add(mean(mul(d, d), dim=dims, keepdim=True), eps))
         xhat = mul(d, rstd)
@@ -67,6 +70,24 @@ def _layer_norm_rule(ctx: RuleContext, g: Tensor) -> tuple:
     return grad_x, grad_w, g if ctx.needs[2] else None
 
 
+def _layer_norm_forward(x: Any, w: Any, b: Any, *, k: int, eps: float) -> Any:
+    return _normalize_forward(x, w, b, _dims(x.ndim, k), eps)
+
+
+def _layer_norm_rule(ctx: RuleContext, g: Tensor) -> tuple:
+    k, eps = ctx.params
+    return _normalize_rule(ctx, g, _dims(ctx.inputs[0].ndim, k), eps)
+
+
+def _batch_norm_forward(x: Any, w: Any, b: Any, *, dims: tuple, eps: float) -> Any:
+    return _normalize_forward(x, w, b, dims, eps)
+
+
+def _batch_norm_rule(ctx: RuleContext, g: Tensor) -> tuple:
+    dims, eps = ctx.params
+    return _normalize_rule(ctx, g, dims, eps)
+
+
 _LAYER_NORM = declare("layer_norm", _layer_norm_forward, _layer_norm_rule, params=("k", "eps"),
                       save_inputs={0: (0, 1), 1: (0,)}, node_name="NativeLayerNormBackward0", real_only=True)
 
@@ -74,3 +95,17 @@ _LAYER_NORM = declare("layer_norm", _layer_norm_forward, _layer_norm_rule, param
 def native_layer_norm(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], k: int, eps: float) -> Tensor:
     """Layer norm of checked arguments over the last ``k`` dims; ``weight``/``bias`` of shape ``x.shape[-k:]``."""
     return apply_op(_LAYER_NORM, (x, weight, bias), _LAYER_NORM.Params(k, float(eps)))
+
+
+_BATCH_NORM = declare("batch_norm_train", _batch_norm_forward, _batch_norm_rule, params=("dims", "eps"),
+                      save_inputs={0: (0, 1), 1: (0,)}, node_name="NativeBatchNormBackward0", real_only=True)
+
+
+def native_batch_norm(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], eps: float) -> Tensor:
+    """Training-mode batch norm of checked arguments: ``(N, C, *)`` by its batch statistics per channel;
+    ``weight``/``bias`` of shape ``(C,)``."""
+    shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    w = None if weight is None else reshape(weight, shape)
+    b = None if bias is None else reshape(bias, shape)
+    dims = (0,) + tuple(range(2, x.ndim))
+    return apply_op(_BATCH_NORM, (x, w, b), _BATCH_NORM.Params(dims, float(eps)))

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Optional, Sequence, Union
 
 from fgraph.errors import OpError
-from fgraph.nn.functional._layer_norm import native_layer_norm
+from fgraph.nn.functional._layer_norm import native_batch_norm, native_layer_norm
 from fgraph.nn.functional._utils import check_float, check_tensor
 from fgraph.nn.functional.pooling import avg_pool2d
 from fgraph.ops._complex import refuse_complex
@@ -220,7 +220,7 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
                 f"batch_norm: expected more than 1 value per channel when training, got input of shape "
                 f"{tuple(input.shape)}; use a larger batch or training=False."
             )
-        y = _normalize(input, (0,) + tuple(range(2, input.ndim)), eps)
+        return native_batch_norm(input, weight, bias, eps)
     else:
         if running_mean is None or running_var is None:
             raise OpError("batch_norm: training=False needs running_mean and running_var (got None).")
