@@ -271,8 +271,9 @@ def load(f: PathOrFile, map_location: Any = None, *, device: Any = None, weights
     :class:`fgraph.device`, a JAX device); a dict from saved locations to new ones (``{"cuda:0": "cpu"}``:
     a safetensors file does not record where its tensors lived, so the entry for JAX's default device
     applies, else the one for ``"cpu"``, else the one value the dict maps everything to); or a callable
-    ``fn(tensor, "cpu")`` returning the tensor to keep (``lambda storage, loc: storage`` keeps it as loaded;
-    ``"cpu"`` because the file's bytes are on the host). ``device=`` is the same as a device
+    ``fn(tensor, "cpu")`` given each tensor on the host, as ``torch.load`` gives it a CPU storage, and
+    returning the tensor to keep (``lambda storage, loc: storage`` keeps it on the host; ``storage.cuda()``
+    moves it). ``device=`` is the same as a device
     ``map_location``. The default is JAX's default device. Asking for a device this machine lacks raises
     :class:`fgraph.errors.DeviceUnavailableError`. ``weights_only`` and ``mmap`` are accepted: nothing in
     a safetensors file executes, whatever ``weights_only`` says.
@@ -544,8 +545,8 @@ def _new_leaf(array: jax.Array) -> Tensor:
 def _to_device(array: np.ndarray, device: Any) -> jax.Array:
     if device is None:
         return jnp.asarray(array)  # the buffer is ours alone: no copy needed
-    if isinstance(device, _MapFunction):
-        return device(jnp.asarray(array))
+    if isinstance(device, _MapFunction):  # as torch.load: the function is given the tensor on the host
+        return device(jax.device_put(array, jax.devices("cpu")[0]))
     return jax.device_put(array, device)
 
 

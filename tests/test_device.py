@@ -20,11 +20,13 @@ import jax.numpy as jnp
 import pytest
 
 import fgraph as fg
+from fgraph.device import default_device as fgraph_default_device
 from fgraph.errors import DeviceUnavailableError
 
 IDIOM = 'device = "cuda" if fg.cuda.is_available() else "cpu"'
 needs_no_gpu = pytest.mark.skipif(fg.cuda.is_available(), reason="checks the error raised without a GPU")
 CPU = fg.device("cpu")
+DEFAULT = fgraph_default_device()  # JAX's default device: the GPU where there is one (PyTorch's default is the CPU)
 
 
 # -- fg.device -------------------------------------------------------------------------------------------------------
@@ -76,17 +78,24 @@ def test_device_matches_torch():
         assert (repr(mine), str(mine), mine.type, mine.index) == (repr(theirs), str(theirs), theirs.type,
                                                                   theirs.index)
         assert fg.device(theirs) == mine and mine == theirs
-    assert repr(fg.zeros(2).device) == repr(torch.zeros(2).device)
-    assert fg.zeros(2).is_cuda is torch.zeros(2).is_cuda is False
-    assert fg.zeros(2).get_device() == torch.zeros(2).get_device() == -1
+    on_cpu = fg.zeros(2, device="cpu")
+    assert repr(on_cpu.device) == repr(torch.zeros(2).device)
+    assert on_cpu.is_cuda is torch.zeros(2).is_cuda is False
+    assert on_cpu.get_device() == torch.zeros(2).get_device() == -1
+    if fg.cuda.is_available() and torch.cuda.is_available():
+        mine, theirs = fg.zeros(2, device="cuda:0"), torch.zeros(2, device="cuda:0")
+        assert (repr(mine.device), mine.is_cuda, mine.get_device()) == (repr(theirs.device), True, 0)
 
 
 # -- Tensor.device, .to, .cpu, .cuda ---------------------------------------------------------------------------------
 def test_tensor_device_is_an_fg_device():
     x = fg.ones(2)
-    assert isinstance(x.device, fg.device) and x.device == CPU and x.device == "cpu" and x.device.type == "cpu"
-    assert not x.is_cuda and x.get_device() == -1
+    assert isinstance(x.device, fg.device) and x.device == DEFAULT and x.device == str(DEFAULT)
+    assert x.device.type == ("cpu" if DEFAULT.platform == "cpu" else "cuda")
+    assert x.is_cuda is (DEFAULT.type == "cuda") and x.get_device() == (-1 if DEFAULT == CPU else DEFAULT.index)
     assert x.device.jax_device in x.array.devices()
+    on_cpu = fg.ones(2, device="cpu")
+    assert on_cpu.device == CPU and on_cpu.device == "cpu" and not on_cpu.is_cuda and on_cpu.get_device() == -1
     seen = []
 
     @jax.jit
@@ -95,12 +104,12 @@ def test_tensor_device_is_an_fg_device():
         seen.append(t.device)  # while traced: JAX's default device
         return (t + fg.arange(2, device=t.device, dtype=fg.float32)).array
 
-    assert f(jnp.ones(2)).tolist() == [1.0, 2.0] and seen == [CPU]
+    assert f(jnp.ones(2)).tolist() == [1.0, 2.0] and seen == [DEFAULT]
 
 
 @pytest.mark.parametrize("dev", ["cpu", CPU, jax.devices("cpu")[0]], ids=["str", "fg.device", "jax"])
 def test_to_forms(dev):
-    x = fg.tensor([1.0, 2.0], requires_grad=True)
+    x = fg.tensor([1.0, 2.0], requires_grad=True, device="cpu")
     assert x.to(dev) is x and x.to(device=dev) is x and x.cpu() is x
     assert x.to(dev, non_blocking=True) is x and x.to(dev, copy=True).tolist() == [1.0, 2.0]
     for y in (x.to(dev, fg.float16), x.to(fg.float16), x.to(dtype=fg.float16, device=dev),
@@ -162,10 +171,11 @@ CREATORS = {
 
 @pytest.mark.parametrize("dev", [None, "cpu", CPU, jax.devices("cpu")[0]], ids=["None", "str", "fg.device", "jax"])
 def test_creation_functions_take_device(dev):
+    expected = DEFAULT if dev is None else CPU
     for name, make in CREATORS.items():
         t = make(dev)
-        assert t.device == CPU, name
-        if dev is not None and name != "as_tensor(Tensor)":
+        assert t.device == expected, name
+        if dev is not None and expected == DEFAULT and name != "as_tensor(Tensor)":
             assert not t.array.committed, f"{name}: the default device needs no device_put"
     x = fg.zeros(2, device=dev, requires_grad=True)
     assert x.is_leaf and x.requires_grad and fg.randn(2, device=dev, requires_grad=True).requires_grad
