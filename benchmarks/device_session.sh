@@ -6,7 +6,7 @@
 #
 # SECONDS: the deadline from now (under the call's timeout_s). RUNS: suite runs at most, each of STAGES
 # (comma-separated, as --only takes them; "all" for every stage), no cold-start processes; the first run alone
-# times torch.compile (inductor's GPU compiles cost minutes). A run starts only if the last one's length fits
+# times torch.compile (inductor's GPU compiles cost minutes; TORCH_COMPILE_FIRST=0 skips it there too). A run starts only if the last one's length fits
 # before the deadline, TEST_RESERVE seconds kept for the tests. Then pytest with the
 # remaining time (interrupted with SIGINT at the deadline: it still prints its failures). DEVICE=cpu tries it here.
 # Results under $OUT: gpu.txt (the machine), runs/runN.json (each run's figures: combine them here with
@@ -31,7 +31,7 @@ for i in $(seq 1 "$runs"); do
   only=()
   [ "$stages" = all ] || only=(--only "$stages")
   t0=$(date +%s)
-  FGRAPH_BENCH_TORCH_COMPILE=$([ "$i" -eq 1 ] && echo 1 || echo 0) timeout -s INT $(( $(left) - reserve )) \
+  FGRAPH_BENCH_TORCH_COMPILE=$([ "$i" -eq 1 ] && echo "${TORCH_COMPILE_FIRST:-1}" || echo 0) timeout -s INT $(( $(left) - reserve )) \
     python3 benchmarks/run.py --device "${DEVICE:-gpu}" --cold-repeats 0 "${only[@]}" \
     --rows-json "$OUT/runs/run$i.json" >> "$OUT/suite.log" 2>&1
   rc=$?

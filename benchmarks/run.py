@@ -266,7 +266,7 @@ def budgets(rows: dict, fresh_raw: dict, backend: str = "cpu") -> list[tuple[str
 
     def ratio(row: str, a: str, b: str) -> Optional[float]:
         x, y = rows.get(row, {}).get(a), rows.get(row, {}).get(b)
-        return None if x is None or y is None else x / y
+        return None if x is None or not y else x / y  # y == 0: no growth to compare with (torch's host memory on a GPU)
 
     if backend != "cpu":  # issue 34's budgets for a GPU
         check("GPU: MLP step, fgraph compiled ÷ jax.jit", ratio("mlp", C, J), 1.1, True)

@@ -78,7 +78,7 @@ def make_gpt(lib: Any, config: GPTConfig) -> Any:
                     nn.init.normal_(p, mean=0.0, std=std)
 
         def forward(self, idx, targets):
-            pos = lib.arange(idx.shape[1])
+            pos = lib.arange(idx.shape[1], device=idx.device)
             x = self.wte(idx) + self.wpe(pos)
             for block in self.h:
                 x = block(x)
