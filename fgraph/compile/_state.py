@@ -343,16 +343,8 @@ class StateTable:
         """Put the program's results into the objects as the eager step would have (parameters rebound,
         optimizer state keyed by the new parameters); returns each of ``plan.slots``' new value."""
         values = self.values
-        made: dict = {}
-        final = []
-        for source in plan.sources:
-            if source[0] is _KEEP:
-                final.append(values[source[1]])
-            else:
-                value = made.get(source[1])
-                if value is None:
-                    value = made[source[1]] = _rebuild(new[source[1]], source[2])
-                final.append(value)
+        made = [_rebuild(new[output], kind) for output, kind in plan.outputs]
+        final = [made[index] if is_new else values[index] for is_new, index in plan.gather]
         skipped: dict = {}
         for position, found, captured in plan.conditional:
             # State made by a step the GradScaler may have skipped: read found_inf on the host (only at the
@@ -368,15 +360,22 @@ class StateTable:
                 renamed[old] = value
         if renamed:
             rebind(renamed)  # every module holding an old parameter, captured or not, gets the new one
-        for position in plan.puts:
+        objects = self.objects
+        for position, owner, table, name in plan.module_puts:
+            objects[owner].__dict__[table][name] = final[position]
+        for position, owner, g, i in plan.param_puts:
+            objects[owner].param_groups[g]["params"][i] = final[position]
+        for position in plan.other_puts:
             self._put(plan.slots[position], final[position], fresh=False)
-        states: dict = {owner: {} for owner in plan.optimizers}
-        for position, owner, g, i, key in plan.states:
-            if final[position] is not _DROPPED:
-                states[owner].setdefault((g, i), {})[key] = final[position]
-        for owner, entries in states.items():
-            opt = self.objects[owner]
-            opt.state = {opt.param_groups[g]["params"][i]: entry for (g, i), entry in entries.items()}
+        for owner in plan.optimizers:
+            opt = objects[owner]
+            groups = opt.param_groups
+            state: dict = {}
+            for g, i, entries in plan.states[owner]:
+                entry = {key: final[position] for position, key in entries if final[position] is not _DROPPED}
+                if entry:
+                    state[groups[g]["params"][i]] = entry
+            opt.state = state
         return final
 
     # -- slot access ----------------------------------------------------------------------------------------
@@ -430,13 +429,19 @@ def _check_scaler_idle(scaler: GradScaler, when: str) -> None:
 
 
 class WritePlan(NamedTuple):
-    """How a call's results go back into the objects; worked out once per traced structure."""
+    """How a call's results go back into the objects; worked out once per traced structure, in the forms
+    :meth:`StateTable.write_back` walks at every call (it runs once per compiled step, on the host, while
+    the device is idle: a training loop's per-call cost)."""
 
     slots: tuple       # the slots after the step (an optimizer's first step adds state slots)
     sources: tuple     # per slot: (_KEEP, captured slot index) or (_NEW, output index, kind)
     renamable: tuple   # (position, captured slot index) of module/parameter slots that held a Parameter
-    puts: tuple        # positions of the slots written directly (all but optimizer state and options)
-    states: tuple      # (position, optimizer index, group, param index, key) of optimizer state entries
+    outputs: tuple     # (output index, kind) of each distinct program output a slot takes, first use first
+    gather: tuple      # per slot: (True, index into ``outputs``) or (False, captured slot index)
+    module_puts: tuple  # (position, owner, "_parameters" or "_buffers", name) of module slots
+    param_puts: tuple  # (position, owner, group, index) of optimizer parameter slots
+    other_puts: tuple  # positions of the other slots written directly (generator, scaler)
+    states: dict       # optimizer index -> ((group, param index, ((position, key), ...)), ...): its state entries
     optimizers: tuple  # the optimizers whose state is rebuilt (keyed by their new parameters)
     same_slots: bool   # whether the step left the slots it was called with (the steady state)
     conditional: tuple = ()  # (position, found_inf output, captured slot or None): state a skipped step drops
@@ -444,18 +449,37 @@ class WritePlan(NamedTuple):
     @classmethod
     def of(cls, slots: tuple, sources: tuple, slot_index: dict, captured: tuple,
            conditional: tuple = ()) -> "WritePlan":
-        renamable, puts, states, optimizers = [], [], [], []
+        renamable, module_puts, param_puts, other_puts, optimizers = [], [], [], [], []
+        entries: dict = {}  # (owner, group, param index) -> [(position, key)]
         for position, slot in enumerate(slots):
             if slot.kind in ("module", "param") and slot in slot_index:
                 renamable.append((position, slot_index[slot]))
             if slot.kind == "state":
-                states.append((position, slot.owner) + slot.where)
+                g, i, key = slot.where
+                entries.setdefault((slot.owner, g, i), []).append((position, key))
+            elif slot.kind == "module":
+                module_puts.append((position, slot.owner) + slot.where)
+            elif slot.kind == "param":
+                param_puts.append((position, slot.owner) + slot.where)
             elif slot.kind != "hyper":
-                puts.append(position)
+                other_puts.append(position)
             if slot.kind in ("param", "state") and slot.owner not in optimizers:
                 optimizers.append(slot.owner)
-        return cls(slots, sources, tuple(renamable), tuple(puts), tuple(states), tuple(optimizers), slots == captured,
-                   conditional)
+        states: dict = {owner: [] for owner in optimizers}
+        for (owner, g, i), found in entries.items():
+            states[owner].append((g, i, tuple(found)))
+        outputs, gather, first = [], [], {}
+        for source in sources:
+            if source[0] is _KEEP:
+                gather.append((False, source[1]))
+                continue
+            if source[1] not in first:
+                first[source[1]] = len(outputs)
+                outputs.append((source[1], source[2]))
+            gather.append((True, first[source[1]]))
+        return cls(slots, sources, tuple(renamable), tuple(outputs), tuple(gather), tuple(module_puts),
+                   tuple(param_puts), tuple(other_puts), {k: tuple(v) for k, v in states.items()}, tuple(optimizers),
+                   slots == captured, conditional)
 
 
 def capture(objects: Iterable[Any]) -> StateTable:
