@@ -343,7 +343,7 @@ class StateTable:
         """Put the program's results into the objects as the eager step would have (parameters rebound,
         optimizer state keyed by the new parameters); returns each of ``plan.slots``' new value."""
         values = self.values
-        made = [_rebuild(new[output], kind) for output, kind in plan.outputs]
+        made = [_wrap(new[output]) if kind is None else _rebuild(new[output], kind) for output, kind in plan.outputs]
         final = [made[index] if is_new else values[index] for is_new, index in plan.gather]
         skipped: dict = {}
         for position, found, captured in plan.conditional:
@@ -436,7 +436,8 @@ class WritePlan(NamedTuple):
     slots: tuple       # the slots after the step (an optimizer's first step adds state slots)
     sources: tuple     # per slot: (_KEEP, captured slot index) or (_NEW, output index, kind)
     renamable: tuple   # (position, captured slot index) of module/parameter slots that held a Parameter
-    outputs: tuple     # (output index, kind) of each distinct program output a slot takes, first use first
+    outputs: tuple     # (output index, kind or None for a plain tensor) of each distinct program output a slot
+                       # takes, first use first
     gather: tuple      # per slot: (True, index into ``outputs``) or (False, captured slot index)
     module_puts: tuple  # (position, owner, "_parameters" or "_buffers", name) of module slots
     param_puts: tuple  # (position, owner, group, index) of optimizer parameter slots
@@ -475,7 +476,8 @@ class WritePlan(NamedTuple):
                 continue
             if source[1] not in first:
                 first[source[1]] = len(outputs)
-                outputs.append((source[1], source[2]))
+                plain = source[2] == ("tensor", False)  # optimizer state: a record with no graph (most outputs)
+                outputs.append((source[1], None if plain else source[2]))
             gather.append((True, first[source[1]]))
         return cls(slots, sources, tuple(renamable), tuple(outputs), tuple(gather), tuple(module_puts),
                    tuple(param_puts), tuple(other_puts), {k: tuple(v) for k, v in states.items()}, tuple(optimizers),
