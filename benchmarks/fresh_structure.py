@@ -6,8 +6,9 @@ new 200-node structure (``overhead.py``'s elementwise chain on 16 floats, with a
 sequence of sin, tanh, mul, add, so no cache has seen it) and times, per peer, the first
 and the second forward + backward of it:
 
-* **fgraph eager**: build the graph and ``fg.grad``; the second sighting of a structure is
-  when ``fgraph.autograd.fusion`` compiles it (``fusion.COMPILE_AFTER``);
+* **fgraph eager**: build the graph and ``fg.grad``; ``fgraph.autograd.fusion`` compiles a
+  structure once its node-by-node passes have paid for the compile (``fusion.set_compile_rent``),
+  so these calls run node by node;
 * **fgraph compiled**: a new ``fg.compile`` of the step (the first call traces and compiles);
 * **PyTorch eager**, **jax.jit** (a new jitted ``jax.grad``: the first call compiles) and
   **un-jitted jax.grad**.

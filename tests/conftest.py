@@ -31,6 +31,13 @@ os.environ["XLA_FLAGS"] = " ".join([os.environ.get("XLA_FLAGS", ""), *_XLA_FLAGS
 import jax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
+
+# Fusion compiles a structure once its node-by-node passes have paid for the compile (the rent rule,
+# tests/test_compile_rent.py); the suite compiles every structure at its second sighting instead, so each
+# test that repeats a structure runs its fused programs too.
+from fgraph.autograd import fusion as _fusion  # noqa: E402
+
+_fusion.set_compile_rent(0)
 # The references are compared in full float32: on a GPU, JAX's default float32 matrix product is TF32,
 # whose rounding (~1e-3) depends on the order of the products and is above the float32 tolerances.
 jax.config.update("jax_default_matmul_precision", "float32")

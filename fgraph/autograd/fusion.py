@@ -1,11 +1,13 @@
 """Whole-graph backward compilation: when a graph repeats, run its backward as one XLA program.
 
 Eagerly, the engine dispatches one jitted rule kernel per node. A training loop
-builds a graph of the same *structure* every step, though, so from the second
-time a structure is seen the engine traces itself — the very same
-``_run_ready_heap``, over tracers — into one ``jax.jit`` program keyed by that
-structure, and later passes are one dispatch (graphs over :data:`MAX_NODES`: one
-dispatch per segment, see :mod:`fgraph.autograd.segments`).
+builds a graph of the same *structure* every step, though, so once a structure has
+come back often enough to pay for its compile (:mod:`fgraph.autograd._compile_rent`: its
+node-by-node passes have cost twice its expected compile time; :func:`set_compile_rent`) the
+engine traces itself — the very same ``_run_ready_heap``, over tracers — into one ``jax.jit``
+program keyed by that structure, and later passes are one dispatch (graphs over
+:data:`MAX_NODES`: one dispatch per segment, see :mod:`fgraph.autograd.segments`, compiled
+at their second sighting).
 
 The program is compiled off the caller's thread: a background worker traces and
 compiles it (in a copy of the caller's ``contextvars`` context) while the
@@ -54,12 +56,13 @@ from typing import Any, Callable, Optional
 
 import jax
 
+from fgraph.autograd import _compile_rent
 from fgraph.autograd.graph import GraphRoot, Node
 from fgraph.autograd.structure import Plan, Structure, find, make_plan
 from fgraph.tensor import _wrap
 
-__all__ = ["set_enabled", "is_enabled", "set_background", "set_cache_size", "stats", "reset_stats", "clear_cache",
-           "wait_for_compiles"]
+__all__ = ["set_enabled", "is_enabled", "set_background", "set_cache_size", "set_compile_rent", "stats",
+           "reset_stats", "clear_cache", "wait_for_compiles"]
 
 #: Larger graphs run in segments of at most this many nodes (:mod:`fgraph.autograd.segments`).
 #: XLA's compile time grows faster than the graph: for the elementwise chain of ``benchmarks/``
@@ -69,7 +72,7 @@ MAX_NODES = 512
 #: Graphs with a wider node (``cat`` of many tensors) also run node by node: every edge is one
 #: more output slice of the program, and a 300-way ``cat`` alone compiled for 6 s.
 MAX_NODE_EDGES = 64
-#: A structure is compiled the second time it is seen.
+#: A structure is compiled at the earliest the second time it is seen (then when its rent is paid).
 COMPILE_AFTER = 2
 #: A graph whose arrays all have at most this many elements is dispatch-bound, not compute-bound: its first
 #: program is built for compile speed (:func:`quick_compile_options`, ~4x faster to compile, and as fast to run on
@@ -84,7 +87,7 @@ OPTIMIZE_RENT = 3.0
 COMPILE_SWITCH_INTERVAL = 1e-4
 
 _state = {"enabled": True, "background": True, "cache_size": 128}
-_seen: "OrderedDict[tuple, int]" = OrderedDict()
+_seen: "OrderedDict[tuple, list]" = OrderedDict()  # key -> [sightings, seconds its node-by-node passes took]
 _compiled: "OrderedDict[tuple, _FusedProgram]" = OrderedDict()
 _stats = {"hits": 0, "misses": 0, "compiles": 0, "compile_failures": 0, "compile_seconds": 0.0}
 _lock = threading.Lock()  # guards _seen, _compiled and _stats (passes may run on several threads)
@@ -127,6 +130,20 @@ def set_cache_size(size: int) -> None:
         _trim()
 
 
+def set_compile_rent(rent: float) -> None:
+    """Compile a structure once its node-by-node passes have cost ``rent`` times its expected compile time
+    (default 2; ``0``: at its second sighting, as before 2026-11). See :mod:`fgraph.autograd._compile_rent`.
+
+    Example:
+        >>> import fgraph as fg
+        >>> fg.autograd.fusion.set_compile_rent(0)    # every repeated structure compiles at once
+        >>> fg.autograd.fusion.stats()["compile_rent"]
+        0.0
+        >>> fg.autograd.fusion.set_compile_rent(2.0)
+    """
+    _compile_rent.set_rent(rent)
+
+
 def stats() -> dict:
     """Counters since start-up (or :func:`reset_stats`).
 
@@ -134,12 +151,13 @@ def stats() -> dict:
     (first sightings, programs still compiling or failed); ``compiles`` and
     ``compile_failures``: programs compiled; ``compile_seconds``: time spent compiling
     (on whichever thread); ``pending``: compiles under way; ``cached_programs`` and
-    ``cache_size``: the LRU cache. ``fused_runs`` is ``hits`` (its older name).
+    ``cache_size``: the LRU cache. ``fused_runs`` is ``hits`` (its older name). ``compile_rent``: see
+    :func:`set_compile_rent`.
     """
     with _lock:
         pending = sum(1 for p in _compiled.values() if p.state is _PENDING)
         return dict(_stats, fused_runs=_stats["hits"], pending=pending, cached_programs=len(_compiled),
-                    cache_size=_state["cache_size"])
+                    cache_size=_state["cache_size"], compile_rent=_compile_rent.rent())
 
 
 def reset_stats() -> None:
@@ -314,6 +332,8 @@ class _FusedProgram:
         self.seconds += elapsed
         with _lock:
             _stats["compile_seconds"] += elapsed
+            if self.state is not _FAILED:
+                _compile_rent.record_compile(elapsed, self.n_nodes)
             _stats["compiles" if self.state is not _FAILED else "compile_failures"] += 1
         if self.state is _PENDING:
             self.state = _READY
@@ -346,11 +366,13 @@ _active_passes = [0]
 
 def pass_started() -> None:
     """The engine's mark that a backward pass begins (the worker defers its Python work meanwhile)."""
+    _compile_rent.pass_started()
     with _quiet:
         _active_passes[0] += 1
 
 
 def pass_ended() -> None:
+    _compile_rent.pass_ended()
     with _quiet:
         _active_passes[0] -= 1
         if not _active_passes[0]:
@@ -476,12 +498,17 @@ def _program_for(key: tuple, n_nodes: int, body: Optional[Callable] = None) -> t
     with _lock:
         program = _compiled.get(key)
         if program is None:
-            count = _seen.pop(key, 0) + 1
-            _seen[key] = count
+            entry = _seen.pop(key, None) or [0, 0.0]
+            entry[0] += 1
+            _seen[key] = entry
             if len(_seen) > _state["cache_size"]:
                 _seen.popitem(last=False)
-            if count < COMPILE_AFTER or _state["cache_size"] == 0:
+            # Segments of a large graph compile at their second sighting: their passes are not timed apart.
+            due = entry[0] >= COMPILE_AFTER if body is not None else \
+                _compile_rent.due(entry[0], entry[1], n_nodes, COMPILE_AFTER)
+            if not due or _state["cache_size"] == 0:
                 _stats["misses"] += 1
+                _compile_rent.charge(entry)
                 return None, False
             program = _compiled[key] = _FusedProgram(n_nodes, body)
             _trim()
