@@ -101,6 +101,7 @@ def _count_maps() -> int:
 
 
 def pytest_runtest_teardown(item, nextitem) -> None:
+    _fusion.set_compile_rent(0)  # whatever a test (or a doctest) set, the next one starts with the suite's rule
     if _MAPS_THRESHOLD is None:
         return
     _tests_since_check[0] += 1

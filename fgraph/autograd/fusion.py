@@ -136,10 +136,11 @@ def set_compile_rent(rent: float) -> None:
 
     Example:
         >>> import fgraph as fg
+        >>> before = fg.autograd.fusion.stats()["compile_rent"]
         >>> fg.autograd.fusion.set_compile_rent(0)    # every repeated structure compiles at once
         >>> fg.autograd.fusion.stats()["compile_rent"]
         0.0
-        >>> fg.autograd.fusion.set_compile_rent(2.0)
+        >>> fg.autograd.fusion.set_compile_rent(before)
     """
     _compile_rent.set_rent(rent)
 
