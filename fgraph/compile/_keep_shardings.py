@@ -16,7 +16,8 @@ from typing import Any, Optional, Sequence
 import jax
 from jax.sharding import NamedSharding, PartitionSpec
 
-from fgraph.compile._state import _NEW, Slot
+from fgraph.compile._state import Slot
+from fgraph.compile._write_plan import _NEW
 
 __all__ = ["keep_input_shardings"]
 
