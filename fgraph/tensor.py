@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
+from weakref import ref as _weakref
 from warnings import warn as _warn
 
 import jax
@@ -26,6 +27,7 @@ from fgraph._checks import array_ufunc, check_bool, index_of, traced_read
 from fgraph._dtypes import default_float_dtype, host_for_jax, is_differentiable_dtype, x64_enabled
 from fgraph.autograd.graph import AccumulateGrad, GradientEdge, Node, RemovableHandle, make_edge
 from fgraph.device import device_of
+from fgraph.lazy import _array as _lazy_array
 from fgraph.lazy._array import LazyArray
 
 __all__ = [
@@ -323,6 +325,8 @@ class Tensor:
         return "tensor(" + body + "".join(", " + e for e in extras) + ")"
 
 
+_lazy_array._OWNER_SETTER[0] = Tensor.__dict__["array"].__set__
+
 # -- record construction (hot path) ------------------------------------------------------
 _set_data = Tensor.__dict__["array"].__set__
 _set_grad_fn = Tensor.__dict__["grad_fn"].__set__
@@ -337,6 +341,8 @@ def _wrap(data: Any) -> Tensor:
     _set_grad_fn(t, None)
     _set_output_nr(t, 0)
     _set_edge(t, None)
+    if type(data) is LazyArray:
+        _own(data, t)
     return t
 
 
@@ -347,7 +353,15 @@ def _wrap_output(data: Any, node: Node, output_nr: int) -> Tensor:
     _set_grad_fn(t, node)
     _set_output_nr(t, output_nr)
     _set_edge(t, make_edge(node, output_nr))
+    if type(data) is LazyArray:
+        _own(data, t)
     return t
+
+
+def _own(placeholder: LazyArray, t: Tensor) -> None:
+    """``t`` holds a pending placeholder: it gets the concrete array when its trace runs (``LazyArray.resolve``)."""
+    if placeholder._concrete is None:
+        placeholder._tensor = _weakref(t)
 
 
 def _rewrap(data: Any, edge: Optional[GradientEdge]) -> Tensor:
@@ -367,6 +381,8 @@ def _rewrap(data: Any, edge: Optional[GradientEdge]) -> Tensor:
 
 def _init_leaf(t: Tensor, data: Any, requires_grad: bool) -> None:
     _set_data(t, data)
+    if type(data) is LazyArray:
+        _own(data, t)
     _set_grad_fn(t, None)
     _set_output_nr(t, 0)
     if requires_grad is not False and requires_grad is not True:

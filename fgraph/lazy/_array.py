@@ -24,7 +24,7 @@ __all__ = ["LazyArray", "is_lazy", "concrete"]
 class LazyArray:
     """The output of a recorded kernel call: abstract until its trace runs, then a view of the result."""
 
-    __slots__ = ("aval", "shape", "dtype", "weak_type", "_kid", "_rec", "_slot", "_concrete", "__weakref__")
+    __slots__ = ("aval", "shape", "dtype", "weak_type", "_kid", "_rec", "_slot", "_concrete", "_tensor", "__weakref__")
 
     def __init__(self, aval: Any, kid: int, rec: Any, slot: int) -> None:
         self.aval = aval
@@ -35,6 +35,7 @@ class LazyArray:
         self._rec = rec
         self._slot = slot
         self._concrete: Optional[jax.Array] = None
+        self._tensor: Any = None  # weakref to the Tensor holding this placeholder (see resolve)
 
     @property
     def ndim(self) -> int:
@@ -112,6 +113,22 @@ class LazyArray:
         return self.value()[index]
 
     __hash__ = object.__hash__
+
+    def resolve(self, value: jax.Array) -> None:
+        """Take the concrete ``value``; the Tensor that holds this placeholder then holds ``value`` itself,
+        so later eager kernels get a plain array (a ``jax.jit`` call on a placeholder takes the pytree path,
+        and compiles each kernel once more for it)."""
+        self._concrete = value
+        self._rec = None
+        owner = self._tensor
+        if owner is not None:
+            t = owner()
+            if t is not None and t.array is self:
+                _OWNER_SETTER[0](t, value)
+
+
+#: Sets a Tensor's array (``fgraph.tensor`` puts its slot setter here; this module imports no fgraph).
+_OWNER_SETTER: list = [None]
 
 
 def _delegate(name: str) -> Callable[..., Any]:

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 from fgraph.lazy._array import LazyArray
 from fgraph.lazy._state import LAZY
 
-__all__ = ["Recorder", "STATS", "cache_clear", "MAX_RECORDS", "MAX_PROGRAMS"]
+__all__ = ["Recorder", "STATS", "cache_clear", "run", "replay_one_by_one", "MAX_RECORDS", "MAX_PROGRAMS"]
 
 #: A pending trace longer than this is flushed as it is recorded (bounds compile time and memory).
 MAX_RECORDS = 20_000
@@ -118,6 +118,8 @@ class Recorder:
 
     #: Whether its placeholders stand for values no one may read (vmap's per-sample recorder).
     abstract = False
+    #: Whether it is a thread's deferred-dispatch recorder (``_deferred.py``) rather than a ``fg.lazy()`` block's.
+    deferred = False
 
     def __init__(self) -> None:
         array_type()  # the class call() compares against
@@ -217,9 +219,19 @@ class Recorder:
     # -- running the trace ------------------------------------------------------------------------
     def flush(self) -> None:
         """Run the pending records as one (cached) jitted program and fill the live placeholders."""
+        taken = self.take()
+        if taken is not None:
+            key, alive, externals, quick = taken
+            run(cached_program(key, _jit_quick_replay if quick else _jit_replay), alive, externals)
+
+    def take(self) -> Optional[tuple]:
+        """Empty the recorder: ``(key, live placeholders, externals, quick)`` of its pending trace, or ``None``.
+
+        ``key`` is the trace's structure (records, external signatures, live output slots); ``quick``
+        whether its values are small enough to compile for compile speed."""
         records = self.records
         if not records:
-            return
+            return None
         alive = []
         live = []
         for i, ref in enumerate(self.outs):
@@ -227,25 +239,33 @@ class Recorder:
             if o is not None:
                 alive.append(o)
                 live.append(i)
-        live_t = tuple(live)
-        key = (tuple(records), tuple(self.ext_kids), live_t)
+        key = (tuple(records), tuple(self.ext_kids), tuple(live))
         externals = self.externals
         quick = self.largest <= _quick_max_elements()
         self._reset()  # before running: an error leaves a clean recorder
         STATS["flushes"] += 1
-        program = cached_program(key, _jit_quick_replay if quick else _jit_replay)
-        token = LAZY.set(None)
-        try:
-            values = program(*externals)
-        except BaseException:
-            for o in alive:
-                o._rec = None
-            raise
-        finally:
-            LAZY.reset(token)
-        for o, v in zip(alive, values):
-            o._concrete = v
+        return key, alive, externals, quick
+
+
+def run(program: Callable, alive: list, externals: list) -> None:
+    """Run ``program`` (a replay of a taken trace) on ``externals``; fill the ``alive`` placeholders."""
+    token = LAZY.set(None)
+    try:
+        values = program(*externals)
+    except BaseException:
+        for o in alive:
             o._rec = None
+        raise
+    finally:
+        LAZY.reset(token)
+    for o, v in zip(alive, values):
+        o.resolve(v)
+
+
+def replay_one_by_one(key: tuple) -> Callable:
+    """The trace under ``key`` as a plain function: its records dispatched one kernel at a time (no compile)."""
+    records, _, live = key
+    return functools.partial(_replay, records, live)
 
 
 def cached_program(key: tuple, make: Callable[[tuple], Callable]) -> Callable:

@@ -48,6 +48,7 @@ from fgraph.autograd.forward_ad import open_levels, with_result_tangents
 from fgraph.autograd.grad_mode import _GRAD_ENABLED
 from fgraph.autograd.saved_tensors import Packed, pack_saved, unpack_saved
 from fgraph.autograd.graph import Node, next_sequence_nr
+from fgraph.lazy._array import LazyArray
 from fgraph.lazy._state import LAZY
 from fgraph.ops._complex import RealOnly
 from fgraph.ops._complex import conj_grad as _conj
@@ -415,12 +416,12 @@ class OpNode(Node):
             for a in saved:
                 if type(a) is Packed:
                     a = a.get()
-                args.append(a.array if isinstance(a, Tensor) else a)
+                args.append(_ran(a.array) if isinstance(a, Tensor) else a)
         if self.op.save_result:
             if self.op.num_outputs == 1:
-                args.append(_unpacked_array(self.saved_result))
+                args.append(_ran(_unpacked_array(self.saved_result)))
             else:
-                args.extend(_unpacked_array(r) for r in self.saved_result)
+                args.extend(_ran(_unpacked_array(r)) for r in self.saved_result)
         return args
 
     def saved_kinds(self) -> tuple:
@@ -505,6 +506,13 @@ def _all_none(grads: Sequence[Optional[Tensor]]) -> bool:
         if g is not None:
             return False
     return True
+
+
+def _ran(array: Any) -> Any:
+    """``array``, or its value if it is a deferred value whose trace has run (a plain array for ``jax.jit``)."""
+    if type(array) is LazyArray and array._concrete is not None:
+        return array._concrete
+    return array
 
 
 def _unpacked_array(saved: Any) -> Any:
