@@ -166,7 +166,8 @@ def chain_parts(data: dict) -> dict[str, Callable[[], object]]:
     wrapper (no fgraph): the dispatch floor of any design that runs one kernel per op;
     ``fgraph no_grad`` / ``fgraph recording``: fgraph's forward without and with the graph;
     ``fgraph lazy``: the whole step (forward and backward) under ``fg.lazy()``, deferred dispatch
-    replaying one cached program (not a part: the design issue 34 asks eager to reach);
+    replaying one cached program (not a part: the design issue 34 asks eager to reach); ``fgraph deferred``:
+    the whole step, unchanged eager code, under deferred dispatch (``fg.lazy.set_deferred(True)``);
     ``PyTorch forward``: PyTorch's forward, recording its graph (when installed). Subtracting
     these from the eager rows gives each framework's backward.
     """
@@ -193,11 +194,22 @@ def chain_parts(data: dict) -> dict[str, Callable[[], object]]:
     def fgraph_lazy():
         return block([g.array for g in lazy_grads()])
 
+    def deferred_grads() -> list:
+        fg.lazy.set_deferred(True)
+        try:
+            return [g.array for g in fg.grad(chain_forward(*leaves, fg.sin, fg.tanh), leaves)]
+        finally:
+            fg.lazy.set_deferred(False)  # runs what is pending
+
+    def fgraph_deferred():
+        return block(deferred_grads())
+
     eager = fg.grad(chain_forward(*leaves, fg.sin, fg.tanh), leaves)
-    for a, b in zip(lazy_grads(), eager):  # the deferred peer computes what eager does
+    for a, d, b in zip(lazy_grads(), deferred_grads(), eager):  # the deferred peers compute what eager does
         np.testing.assert_allclose(np.asarray(a.array), np.asarray(b.array), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(np.asarray(d), np.asarray(b.array), rtol=1e-5, atol=1e-6)
     parts = {"jax kernels": jax_kernels, "fgraph no_grad": fgraph_no_grad, "fgraph recording": fgraph_recording,
-             "fgraph lazy": fgraph_lazy}
+             "fgraph lazy": fgraph_lazy, "fgraph deferred": fgraph_deferred}
     if torch is not None:
         tx, tc, td = (to_torch(data[k], requires_grad=True) for k in ("x", "c", "d"))
 

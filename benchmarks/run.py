@@ -366,6 +366,9 @@ def chain_parts_line(chain: dict) -> list[str]:
     if "fgraph lazy" in us:
         line += (f"; the whole step under fg.lazy (deferred dispatch, one cached program) {us['fgraph lazy']:.2f}"
                  + (f" ({us['fgraph lazy'] / us[T]:.2f}× PyTorch eager)" if T in us else ""))
+    if "fgraph deferred" in us:
+        line += (f"; under deferred dispatch (fg.lazy.set_deferred(True), eager code unchanged) {us['fgraph deferred']:.2f}"
+                 + (f" ({us['fgraph deferred'] / us[T]:.2f}× PyTorch eager)" if T in us else ""))
     return [line + " (see `overhead.chain_parts`)."]
 
 

@@ -10,6 +10,8 @@ Example:
     >>> grads[x].tolist() == fg.exp(x).tolist()
     True
 """
+import os as _os
+
 import numpy as _np
 
 from fgraph import _compilation_cache  # noqa: F401  # JAX's persistent compilation cache, on by default
@@ -107,3 +109,6 @@ from fgraph.lazy import lazy  # noqa: E402,F811  # fg.lazy is the context manage
 from fgraph.dtypes import *  # noqa: F401,F403,E402
 
 __version__ = "0.1.0"
+
+if _os.environ.get("FGRAPH_DEFERRED", "").strip() in ("1", "true", "on"):  # deferred dispatch in this thread
+    lazy.set_deferred(True)

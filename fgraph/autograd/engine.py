@@ -414,10 +414,26 @@ def _execute_pass(roots: tuple, seeds: list, inputs: Optional[tuple], create_gra
     task_token = _CALLBACKS.set(callbacks)
     fusion.pass_started()
     dual = bool(open_levels())  # dual values: the pass runs as one op (fused_dual) or node by node
+    deferred = eager_state = None
     try:
         lazy = LAZY.get()
+        found = None
+        if lazy is not None and lazy.deferred:  # deferred dispatch: record the pass, or run the trace and go eager
+            if anomaly is None and not dual and not create_graph:
+                found = fusion.structure_of(graph_root, root_nr, seeds, output_edges, accumulate, min_topo)
+                if found is not None and lazy.records_pass(found):
+                    fused = fused_lazy.try_run(found, graph_root, root_nr, seeds, output_edges, accumulate, min_topo,
+                                               lazy)
+                    if fused is not None:
+                        lazy.pass_recorded()
+                        return fused
+            deferred, lazy = lazy, None
+            eager_state = deferred.go_eager()
+            if found is not None:
+                found.ran()  # its saved arrays have their values now
         if anomaly is None and not dual and (lazy is None or not create_graph):
-            fused = _run_fused(graph_root, root_nr, seeds, output_edges, accumulate, min_topo, create_graph, lazy)
+            fused = _run_fused(graph_root, root_nr, seeds, output_edges, accumulate, min_topo, create_graph, lazy,
+                               found)
             if fused is not None:
                 return fused
         elif anomaly is None and dual and lazy is None:
@@ -452,17 +468,20 @@ def _execute_pass(roots: tuple, seeds: list, inputs: Optional[tuple], create_gra
         _CALLBACKS.reset(task_token)
         _GRAD_ENABLED.reset(token)
         fusion.pass_ended()
+        if eager_state is not None:
+            deferred.back(eager_state)
     return captured, leaf_grads
 
 
 def _run_fused(graph_root: Node, root_nr: int, seeds: list, output_edges: list, accumulate: bool, min_topo: int,
-               create_graph: bool, lazy: Any) -> Optional[tuple[list, dict]]:
+               create_graph: bool, lazy: Any, found: Any = None) -> Optional[tuple[list, dict]]:
     """The pass as one fused program, if its structure can be fused and is compiled; else ``None``.
 
-    The structure is found before ``dependencies`` and ``exec_info``: it determines both, so a
-    compiled structure's pass needs neither.
+    The structure (``found``, unless given) is found before ``dependencies`` and ``exec_info``: it
+    determines both, so a compiled structure's pass needs neither.
     """
-    found = fusion.structure_of(graph_root, root_nr, seeds, output_edges, accumulate, min_topo)
+    if found is None:
+        found = fusion.structure_of(graph_root, root_nr, seeds, output_edges, accumulate, min_topo)
     if found is None:
         return None
     if create_graph:

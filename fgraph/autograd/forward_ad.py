@@ -43,6 +43,7 @@ import functools
 import weakref
 from typing import Any, Callable, NamedTuple, Optional, TypeVar
 
+from fgraph.lazy._deferred import eager_section
 from fgraph.tensor import Tensor, _rewrap
 
 __all__ = ["dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual", "UnpackedDualTensor"]
@@ -53,10 +54,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 class _Level:
     """One ``dual_level``: a token (tangents are keyed by it, so a level entered again is a new one)."""
 
-    __slots__ = ("index", "__weakref__")
+    __slots__ = ("index", "eager", "__weakref__")
 
     def __init__(self, index: int) -> None:
         self.index = index
+        self.eager = eager_section()  # dual numbers run op by op: deferred dispatch waits outside the level
 
     def __repr__(self) -> str:
         return f"<dual level {self.index}>"
@@ -71,7 +73,9 @@ OPEN = [0]
 def enter_dual_level() -> int:
     """Open a new dual level (innermost) and return its index (0 for the first), as PyTorch's."""
     levels = _LEVELS.get()
-    _LEVELS.set(levels + (_Level(len(levels)),))
+    level = _Level(len(levels))
+    level.eager.__enter__()
+    _LEVELS.set(levels + (level,))
     OPEN[0] += 1
     return len(levels)
 
@@ -87,6 +91,7 @@ def exit_dual_level(*, level: Optional[int] = None) -> None:
                            f"({levels[-1].index}); levels close innermost first.")
     _LEVELS.set(levels[:-1])
     OPEN[0] -= 1
+    levels[-1].eager.__exit__()
 
 
 class dual_level:

@@ -148,13 +148,11 @@ def set_compile_rent(rent: float) -> None:
 def stats() -> dict:
     """Counters since start-up (or :func:`reset_stats`).
 
-    ``hits``: passes that ran fused; ``misses``: eligible passes that ran node by node
-    (first sightings, programs still compiling or failed); ``compiles`` and
-    ``compile_failures``: programs compiled; ``compile_seconds``: time spent compiling
-    (on whichever thread); ``pending``: compiles under way; ``cached_programs`` and
-    ``cache_size``: the LRU cache. ``fused_runs`` is ``hits`` (its older name). ``compile_rent``: see
-    :func:`set_compile_rent`.
-    """
+    ``hits``: passes that ran fused; ``misses``: eligible passes that ran node by node (first sightings,
+    programs still compiling or failed); ``compiles`` and ``compile_failures``: programs compiled;
+    ``compile_seconds``: time spent compiling (on whichever thread); ``pending``: compiles under way;
+    ``cached_programs`` and ``cache_size``: the LRU cache. ``fused_runs`` is ``hits`` (its older name).
+    ``compile_rent``: see :func:`set_compile_rent`."""
     with _lock:
         pending = sum(1 for p in _compiled.values() if p.state is _PENDING)
         return dict(_stats, fused_runs=_stats["hits"], pending=pending, cached_programs=len(_compiled),
@@ -177,6 +175,12 @@ def clear_cache() -> None:
 def wait_for_compiles(timeout: Optional[float] = None) -> bool:
     """Block until the background compiles queued so far are done; ``False`` if ``timeout`` ran out."""
     return _worker.wait_idle(timeout)
+
+
+def is_compiled(key: tuple) -> bool:
+    """Whether the structure ``key`` (``structure_of(...).key``) has a compiled fused program."""
+    program = _compiled.get(key)
+    return program is not None and program.state is _READY
 
 
 def _trim() -> None:

@@ -26,6 +26,8 @@ from typing import Any, Optional
 from fgraph.autograd._ready_heap import _compute_dependencies, _init_to_execute
 from fgraph.autograd.graph import AccumulateGrad, GraphRoot, Node
 from fgraph.autograd.saved_tensors import Packed
+from fgraph.lazy._array import LazyArray
+from fgraph.lazy._recorder import array_type as _array_type
 
 __all__ = ["Structure", "Plan", "find", "make_plan"]
 
@@ -67,6 +69,12 @@ class Structure:
                  arrays: Optional[list]) -> None:
         self.key, self.order, self.layout, self.leaves = key, order, layout, leaves
         self.packed, self.arrays = packed, arrays
+
+    def ran(self) -> None:
+        """Its deferred arrays' trace has run: take their values (plain arrays, as a program's arguments)."""
+        if self.arrays is not None:
+            self.arrays = [a._concrete if type(a) is LazyArray and a._concrete is not None else a
+                           for a in self.arrays]
 
 
 class Plan:
@@ -173,7 +181,8 @@ def find(graph_root: Node, root_nr: int, seeds: list, output_edges: list, accumu
             n_kinds = len(kinds)
             append(n_kinds)
             for saved in kinds:
-                append(saved if arrays is None else type(saved))
+                kind = saved if arrays is None else type(saved)
+                append(_array_type() if kind is LazyArray else kind)  # a deferred value: an array, once run
             layout.append((n_saved, n_saved + n_kinds))
             n_saved += n_kinds
         append(len(next_edges))

@@ -32,6 +32,8 @@ from fgraph.compile._keep_shardings import keep_input_shardings
 from fgraph.compile._outputs import mark_tree
 from fgraph.compile._state import StateTable, capture, distinct, is_stateful, value_kinds
 from fgraph.func._tree import flatten, key_orders, unflatten, with_key_orders
+from fgraph.lazy._deferred import eager_section
+from fgraph.lazy._state import LAZY
 from fgraph.optim.optimizer import Optimizer
 from fgraph.tensor import Tensor, _init_leaf, _new_object, _wrap
 
@@ -138,6 +140,13 @@ class CompiledFunction:
 
     # -- a call -----------------------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        current = LAZY.get()
+        if current is not None and current.deferred:  # deferred dispatch: run what is pending; trace op by op
+            with eager_section():
+                return self._call(args, kwargs)
+        return self._call(args, kwargs)
+
+    def _call(self, args: tuple, kwargs: dict) -> Any:
         leaves, treedef = _flatten_arguments(args, kwargs)
         call = self._reuse(leaves, treedef)
         primed: list = []

@@ -272,7 +272,12 @@ def _out_dims_error(out_dims: Any, e: Exception) -> ValueError:
 
 def _recordable(plan: _Plan, randomness: str, chunk_size: Optional[int]) -> bool:
     """Whether a call can take the recorded path: concrete inputs, outside lazy mode and traces, no keys."""
-    if randomness != "error" or chunk_size is not None or LAZY.get() is not None:
+    current = LAZY.get()
+    if current is not None:
+        if not current.deferred:
+            return False
+        current.flush()  # deferred dispatch: the inputs' pending values run first (then they are plain arrays)
+    if randomness != "error" or chunk_size is not None:
         return False
     array_class = array_type()
     return all(type(leaf.array) is array_class for leaf in plan.leaves if isinstance(leaf, Tensor))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Optional
 
+from fgraph.lazy import _deferred
 from fgraph.lazy._array import LazyArray, concrete, is_lazy
 from fgraph.lazy._recorder import MAX_PROGRAMS, MAX_RECORDS, STATS, Recorder, cache_clear
 from fgraph.lazy._state import LAZY
@@ -53,6 +54,9 @@ class lazy:
 
     def __enter__(self) -> "lazy":
         rec = LAZY.get()
+        if rec is not None and rec.deferred:  # a block is a trace of its own: run what deferred dispatch holds
+            rec.flush()
+            rec = None
         self._tokens.append((LAZY.set(rec if rec is not None else Recorder()), rec is None))
         return self
 
@@ -85,8 +89,32 @@ class lazy:
 
     @staticmethod
     def is_active() -> bool:
-        """Whether ops record lazily in this context."""
+        """Whether ops record lazily in this context (in a block, or under deferred dispatch)."""
         return LAZY.get() is not None
+
+    @staticmethod
+    def set_deferred(enabled: bool) -> None:
+        """Deferred dispatch in this thread: eager ops record and run when a value is needed, a trace
+        that keeps recurring as one compiled program (see ``fgraph/lazy/_deferred.py``). ``False`` runs what
+        is pending and dispatches op by op again. ``FGRAPH_DEFERRED=1`` turns it on at import.
+
+        Example:
+            >>> import fgraph as fg
+            >>> fg.lazy.set_deferred(True)
+            >>> y = fg.tensor([1.0, 2.0]).exp().sum()
+            >>> fg.lazy.is_deferred(), round(y.item(), 3)
+            (True, 10.107)
+            >>> fg.lazy.set_deferred(False)
+        """
+        if enabled:
+            _deferred.enable()
+        else:
+            _deferred.disable()
+
+    @staticmethod
+    def is_deferred() -> bool:
+        """Whether this thread's eager ops are deferred (:meth:`set_deferred`)."""
+        return _deferred.is_enabled()
 
     @staticmethod
     def pending() -> int:

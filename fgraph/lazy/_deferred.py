@@ -1,0 +1,212 @@
+"""Deferred dispatch: eager ops are recorded and run when a value is needed, one program per recurring trace.
+
+With deferred dispatch on (:func:`enable`), a thread's eager ops record their kernel calls on
+the thread's :class:`DeferredRecorder` instead of dispatching each (``fg.lazy``'s recorder, kept
+for the whole thread). The pending trace runs at the next point a value is needed -- a host read
+(``.item()``, ``print``, ``.numpy()``), a ``jnp`` function on the data -- and at each backward pass.
+Shape and dtype errors still raise at the op that caused them (the recorder evaluates each
+kernel's output shape as it records).
+
+What differs from ``with fg.lazy():`` is when a trace compiles. A block asks for one program, so
+its first flush compiles. Here a trace of a structure not yet seen runs *one kernel at a time*
+(each op's kernel is already compiled: the cost is eager's), and its structure compiles once those
+runs have cost :data:`fgraph.autograd._compile_rent.RENT` times the expected compile (the rent
+rule of fusion, ``_compile_rent.py``): a training loop's step settles into one program, a cell
+edited every few runs never waits for a compile.
+
+A backward pass first runs the pending forward trace, then runs eagerly (fusion's programs serve
+it as in eager mode), except once the structure of forward and backward together recurs and has
+paid its rent: then the pass is recorded too (one call of ``fused_lazy``'s kernel) and the trace
+flushes at the pass's end, so a training step (update, forward, backward) is one program.
+
+Example:
+    >>> import fgraph as fg
+    >>> from fgraph.lazy import _deferred
+    >>> _deferred.enable()
+    >>> x = fg.tensor([1.0, 2.0], requires_grad=True)
+    >>> y = (x * x).sum()          # recorded, not run
+    >>> fg.lazy.pending() > 0
+    True
+    >>> y.item()                   # a host read runs the trace
+    5.0
+    >>> _deferred.disable()
+"""
+from __future__ import annotations
+
+import collections
+import time
+from typing import Any, Optional
+
+from fgraph._numbers import _at_top_level
+from fgraph.lazy._recorder import STATS, Recorder, _jit_quick_replay, _jit_replay, _PROGRAMS, array_type, \
+    cached_program, replay_one_by_one, run
+from fgraph.lazy._state import LAZY
+
+__all__ = ["DeferredRecorder", "enable", "disable", "is_enabled", "eager_section"]
+
+#: Structures a trace or a step was seen with and has not compiled for: key -> [sightings, seconds paid].
+_SEEN: "collections.OrderedDict[Any, list]" = collections.OrderedDict()
+MAX_SEEN = 256
+#: Steps (pending forward trace, backward structure) whose rent is paid: record their backward too.
+_STEPS: "collections.OrderedDict[Any, bool]" = collections.OrderedDict()
+#: A trace compiles once seen this many times (and its rent is paid).
+COMPILE_AFTER = 2
+
+for _name in ("one_by_one", "steps_recorded"):
+    STATS.setdefault(_name, 0)
+
+
+class DeferredRecorder(Recorder):
+    """A thread's recorder under deferred dispatch: flushes compile by the rent rule (module docstring)."""
+
+    deferred = True
+    #: Pending records past this many flush at once (keeps a trace that no one reads bounded).
+    max_records = 4096
+
+    def __init__(self) -> None:  # no array is made here: turning it on at import must not start JAX's backend
+        self._reset()
+        self.compile_next = False  # the step's rent is paid: compile the trace this flush takes
+        self._charging: Optional[list] = None
+
+    def call(self, kernel: Any, args: Any) -> Any:
+        if not _at_top_level():  # inside jax.jit / vmap of user code: the op is part of that trace
+            return self._bypass(kernel, args)
+        array_type()
+        out = super().call(kernel, args)
+        if len(self.records) >= self.max_records:
+            self.flush()
+        return out
+
+    def flush(self) -> None:
+        taken = self.take()
+        if taken is None:
+            return
+        key, alive, externals, quick = taken
+        compile_now, self.compile_next = self.compile_next, False
+        if key not in _PROGRAMS and not compile_now:
+            entry = _sighting(key)
+            if not _due(entry, len(key[0])):
+                STATS["one_by_one"] += 1
+                start = time.perf_counter()
+                run(replay_one_by_one(key), alive, externals)
+                entry[1] += time.perf_counter() - start
+                return
+            _SEEN.pop(key, None)
+        run(cached_program(key, _jit_quick_replay if quick else _jit_replay), alive, externals)
+
+    # -- backward passes (the engine calls these) -------------------------------------------------
+    def records_pass(self, found: Any) -> bool:
+        """Whether the backward pass of structure ``found`` is recorded onto the pending trace (its step has
+        paid its rent and fusion has compiled the pass); if not, the rent of running it eagerly is charged."""
+        step = (tuple(self.records), tuple(self.ext_kids), found.key)
+        if step in _STEPS:
+            _STEPS.move_to_end(step)
+            return True
+        entry = _sighting(step)
+        if _due(entry, len(self.records) + len(found.order)) and _fusion_ready(found.key):
+            _SEEN.pop(step, None)
+            _STEPS[step] = True
+            if len(_STEPS) > MAX_SEEN:
+                _STEPS.popitem(last=False)
+            return True
+        self._charging = entry
+        return False
+
+    def pass_recorded(self) -> None:
+        """A recorded backward pass ended: run its step (compiled, as its rent is paid)."""
+        STATS["steps_recorded"] += 1
+        self.compile_next = True
+        self.flush()
+
+    def go_eager(self) -> tuple:
+        """Before an eager backward pass: flush, switch recording off; returns what :meth:`back` needs."""
+        start = time.perf_counter()
+        self.flush()
+        charging, self._charging = self._charging, None
+        return LAZY.set(None), charging, start
+
+    def back(self, state: tuple) -> None:
+        """After the eager pass: recording on again; its time is rent paid by its step."""
+        token, charging, start = state
+        LAZY.reset(token)
+        if charging is not None:
+            charging[1] += time.perf_counter() - start
+
+
+def _sighting(key: Any) -> list:
+    entry = _SEEN.pop(key, None) or [0, 0.0]
+    entry[0] += 1
+    _SEEN[key] = entry
+    if len(_SEEN) > MAX_SEEN:
+        _SEEN.popitem(last=False)
+    return entry
+
+
+def _due(entry: list, n_records: int) -> bool:
+    from fgraph.autograd import _compile_rent
+
+    return _compile_rent.due(entry[0], entry[1], n_records, COMPILE_AFTER, _state["rent"])
+
+
+_state: dict = {"rent": None}
+
+
+def set_rent(rent: Optional[float]) -> None:
+    """Deferred traces compile once their kernel-by-kernel runs cost ``rent`` times the expected compile;
+    ``None`` (the default): fusion's factor (``fg.autograd.fusion.set_compile_rent``)."""
+    if rent is not None and (isinstance(rent, bool) or not isinstance(rent, (int, float)) or not rent >= 0):
+        raise ValueError(f"deferred dispatch: rent must be None or a number >= 0, got {rent!r}.")
+    _state["rent"] = None if rent is None else float(rent)
+
+
+def _fusion_ready(structure_key: Any) -> bool:
+    from fgraph.autograd import fusion
+
+    return fusion.is_compiled(structure_key)
+
+
+# -- the switch -------------------------------------------------------------------------------------------------------
+def enable() -> None:
+    """Turn deferred dispatch on in this thread (other threads keep dispatching op by op)."""
+    current = LAZY.get()
+    if current is not None and current.deferred:
+        return
+    if current is not None:
+        raise RuntimeError("deferred dispatch: cannot be turned on inside `with fg.lazy():` or fgraph.func.vmap; "
+                           "turn it on outside the block.")
+    LAZY.set(DeferredRecorder())
+
+
+def disable() -> None:
+    """Run what is pending and turn deferred dispatch off in this thread."""
+    current = LAZY.get()
+    if current is not None and current.deferred:
+        current.flush()
+        LAZY.set(None)
+
+
+def is_enabled() -> bool:
+    """Whether this thread's eager ops are deferred."""
+    current = LAZY.get()
+    return current is not None and current.deferred
+
+
+class eager_section:
+    """Context manager: run what is pending, then dispatch op by op inside (a no-op without deferred dispatch).
+
+    For code that needs concrete values op by op: forward-mode AD's dual numbers, tracing by ``fg.compile``.
+    """
+
+    __slots__ = ("_token",)
+
+    def __enter__(self) -> "eager_section":
+        current = LAZY.get()
+        self._token = None
+        if current is not None and current.deferred:
+            current.flush()
+            self._token = LAZY.set(None)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._token is not None:
+            LAZY.reset(self._token)

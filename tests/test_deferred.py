@@ -1,0 +1,220 @@
+"""Deferred dispatch (``fg.lazy.set_deferred(True)``): eager semantics, ops recorded and run when a value is
+needed; a new trace runs kernel by kernel, a recurring one as one compiled program (the rent rule)."""
+import inspect
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import fgraph as fg
+import fgraph.autograd.forward_ad as fwAD
+from fgraph import nn
+from fgraph.autograd import _compile_rent
+from fgraph.lazy import _deferred, is_lazy
+
+
+@pytest.fixture
+def deferred():
+    fg.lazy.reset_stats()
+    fg.lazy.set_deferred(True)
+    yield
+    fg.lazy.set_deferred(False)
+    assert not fg.lazy.is_active()
+
+
+@pytest.fixture
+def rent(request):
+    """The rent factor for this test (the suite runs with 0: compile at the second sighting)."""
+    before = _compile_rent.rent(), _deferred._state["rent"]
+    _compile_rent.set_rent(request.param)
+    _deferred.set_rent(None)  # follow fusion's factor
+    yield request.param
+    _compile_rent.set_rent(before[0])
+    _deferred.set_rent(before[1])
+
+
+def _close(a, b, tol=1e-12):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=tol, atol=tol)
+
+
+def _train(steps=6, batch=None):
+    fg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, 3)).double()
+    opt = fg.optim.Adam(model.parameters(), lr=0.05)
+    rng = np.random.default_rng(0)
+    x = fg.tensor(rng.standard_normal((6, 5)))
+    y = fg.tensor(rng.standard_normal((6, 3)))
+    losses = []
+    for _ in range(steps):
+        loss = ((model(x) - y) ** 2).mean()
+        opt.step(loss.backward())
+        losses.append(loss)
+    return [l.item() for l in losses], [p.numpy() for p in model.parameters()]
+
+
+@pytest.mark.parametrize("rent", [0.0], indirect=True)
+def test_training_loop_equals_eager_and_settles_into_one_program_per_step(rent):
+    eager_losses, eager_params = _train()
+    fg.lazy.reset_stats()
+    fg.lazy.set_deferred(True)
+    try:
+        deferred_losses, deferred_params = _train(steps=12)
+    finally:
+        fg.lazy.set_deferred(False)
+    _close(deferred_losses[:6], eager_losses)
+    fg.lazy.set_deferred(False)
+    longer_losses, longer_params = _train(steps=12)
+    _close(deferred_losses, longer_losses)
+    for a, b in zip(deferred_params, longer_params):
+        _close(a, b)
+    stats = fg.lazy.stats()
+    assert stats["one_by_one"] >= 1  # the first sightings ran kernel by kernel
+    assert stats["steps_recorded"] >= 1 and stats["hits"] >= 1  # then whole steps as one program
+    assert stats["bypassed"] == 0
+
+
+def test_ops_wait_until_a_value_is_read(deferred):
+    x = fg.tensor([0.5, -1.5, 2.0], dtype=fg.float64)
+    y = (x.exp() * 3).sum()
+    assert fg.lazy.pending() > 0 and is_lazy(y.array)
+    assert y.shape == () and y.dtype == np.float64  # known without running anything
+    assert y.item() == pytest.approx(3 * np.exp([0.5, -1.5, 2.0]).sum(), rel=1e-14)
+    assert fg.lazy.pending() == 0
+    assert not is_lazy(y.array)  # the tensor holds the plain array once its trace ran
+    z = x * 2
+    assert "tensor([ 1., -3.,  4.]" in repr(z) and fg.lazy.pending() == 0  # printing reads the value
+
+
+def test_errors_raise_at_the_op_that_caused_them(deferred):
+    a = fg.ones(2, 3)
+    with pytest.raises(fg.OpError, match="add"):
+        a + fg.ones(4, 5)
+    with pytest.raises(fg.OpError, match="matmul"):
+        a @ fg.ones(2, 3)
+    assert (a * 2).sum().item() == 12.0  # the recorder is still usable
+
+
+@pytest.mark.parametrize("rent", [2.0], indirect=True)
+def test_a_new_trace_runs_kernel_by_kernel_without_compiling(deferred, rent):
+    x = fg.tensor(np.linspace(-1, 1, 7))
+    for k in range(3):  # each structure seen once: no program compiles for it
+        y = x
+        for _ in range(k + 3):
+            y = fg.sin(y) * 1.5
+        _close(y.numpy(), _sins(np.linspace(-1, 1, 7), k + 3))
+    stats = fg.lazy.stats()
+    assert stats["one_by_one"] == 3 and stats["traces"] == 0
+
+
+def _sins(x, n):
+    for _ in range(n):
+        x = np.sin(x) * 1.5
+    return x
+
+
+@pytest.mark.parametrize("rent", [0.0], indirect=True)
+def test_a_recurring_trace_compiles_at_its_second_sighting_with_rent_0(deferred, rent):
+    x = fg.tensor(np.linspace(-1, 1, 7))
+    for _ in range(4):
+        _close(fg.sin(fg.cos(x)).numpy(), np.sin(np.cos(np.linspace(-1, 1, 7))))
+    stats = fg.lazy.stats()
+    assert stats["one_by_one"] == 1 and stats["traces"] == 1 and stats["hits"] == 2
+
+
+def test_other_threads_dispatch_op_by_op(deferred):
+    seen = {}
+
+    def work():
+        t = fg.tensor([1.0, 2.0]) * 3
+        seen["lazy"] = is_lazy(t.array)
+        seen["deferred"] = fg.lazy.is_deferred()
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    assert seen == {"lazy": False, "deferred": False}
+    assert fg.lazy.is_deferred()
+
+
+def test_a_lazy_block_inside_runs_what_is_pending_first(deferred):
+    x = fg.tensor([1.0, 2.0], dtype=fg.float64)
+    before = x * 2
+    assert fg.lazy.pending() == 1
+    with fg.lazy():
+        assert fg.lazy.pending() == 0  # the block's trace is its own
+        inside = (before + 1).sum()
+    assert fg.lazy.is_deferred() and inside.item() == 8.0
+
+
+def test_double_backward_and_hooks_match_eager(deferred):
+    x = fg.tensor([0.3, -0.7, 1.1], dtype=fg.float64, requires_grad=True)
+    seen = []
+    y = fg.tanh(x) ** 3
+    y.register_hook(lambda g: seen.append(g.numpy().copy()))
+    (g,) = fg.grad(y.sum(), [x], create_graph=True)
+    (h,) = fg.grad(g.sum(), [x])
+    t = np.tanh([0.3, -0.7, 1.1])
+    _close(g.numpy(), 3 * t**2 * (1 - t**2))
+    _close(h.numpy(), 6 * t * (1 - t**2) ** 2 - 6 * t**3 * (1 - t**2))
+    _close(seen[0], np.ones(3))
+
+
+def test_forward_mode_runs_eagerly_inside_a_dual_level(deferred):
+    x = fg.tensor([0.5, 1.5], dtype=fg.float64)
+    pending = x * 2  # recorded before the level opens
+    with fwAD.dual_level():
+        assert not fg.lazy.is_deferred() and fg.lazy.pending() == 0
+        d = fwAD.make_dual(pending, fg.ones(2, dtype=fg.float64))
+        tangent = fwAD.unpack_dual(fg.sin(d)).tangent
+    assert fg.lazy.is_deferred()
+    _close(tangent.numpy(), np.cos([1.0, 3.0]))
+
+
+def test_compile_and_vmap_under_deferred_dispatch(deferred):
+    w = fg.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=fg.float64)
+    pending_w = w * 1.0
+    step = fg.compile(lambda a: (a @ pending_w).sum())
+    assert step(fg.ones(2, 2, dtype=fg.float64)).item() == 20.0
+    rows = fg.func.vmap(lambda r: (r * pending_w[0]).sum())(w)
+    _close(rows.numpy(), [5.0, 11.0])
+
+
+def test_anomaly_mode_still_names_the_op_and_the_forward_line(deferred):
+    x = fg.tensor([0.0, 1.0], dtype=fg.float64, requires_grad=True)
+    with fg.autograd.detect_anomaly():
+        line = inspect.currentframe().f_lineno + 1
+        y = fg.sqrt(x) * 0.0
+        with pytest.raises(fg.autograd.AnomalyError) as info:
+            fg.grad(y.sum(), [x])
+    message = str(info.value)
+    assert "SqrtBackward0" in message and "nan" in message and f"line {line}" in message
+
+
+def test_turning_it_off_runs_what_is_pending():
+    fg.lazy.set_deferred(True)
+    t = fg.tensor([1.0, 2.0]) + 1
+    assert is_lazy(t.array)
+    fg.lazy.set_deferred(False)
+    assert not fg.lazy.is_active() and not is_lazy(t.array) and t.tolist() == [2.0, 3.0]
+    fg.lazy.set_deferred(False)  # a second call is harmless
+
+
+def test_cannot_be_turned_on_inside_a_lazy_block():
+    with fg.lazy():
+        with pytest.raises(RuntimeError, match="outside the block"):
+            fg.lazy.set_deferred(True)
+
+
+def test_the_environment_switch_turns_it_on_at_import_without_starting_jax():
+    script = ("import fgraph as fg\n"
+              "from jax._src import xla_bridge\n"
+              "assert fg.lazy.is_deferred() and not xla_bridge._backends  # fg.distributed.initialize may still run\n"
+              "y = (fg.tensor([1.0, 2.0]) * 3).sum()\n"
+              "assert fg.lazy.pending() == 2 and y.item() == 9.0\n"
+              "print('ok')\n")
+    env = dict(os.environ, FGRAPH_DEFERRED="1")
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
