@@ -313,6 +313,41 @@ def test_batchnorm_running_stats_over_steps_then_eval(momentum, node_by_node):
     assert module.num_batches_tracked.tolist() == 3  # eval leaves the buffers alone
 
 
+def _bn_steps(mode, momentum, xs):
+    """BatchNorm2d's outputs and buffers after training steps on ``xs``, run in ``mode``."""
+    module = nn.BatchNorm2d(3, momentum=momentum).double()
+    forward = fg.compile(lambda m, x: m(x)) if mode == "compile" else (lambda m, x: m(x))
+    outputs = []
+    fg.lazy.set_deferred(mode == "deferred")
+    try:
+        for x in xs:
+            if mode == "lazy":
+                with fg.lazy():
+                    y = forward(module, fg.tensor(x, requires_grad=True))
+            else:
+                y = forward(module, fg.tensor(x, requires_grad=True))
+            outputs.append(y.numpy())
+    finally:
+        fg.lazy.set_deferred(False)
+    return outputs, {name: b.numpy() for name, b in module.named_buffers()}
+
+
+@pytest.mark.parametrize("mode", ["lazy", "deferred", "compile"])
+@pytest.mark.parametrize("momentum", [0.1, None], ids=["momentum-0.1", "momentum-None"])
+def test_batchnorm_running_stats_under_lazy_deferred_and_compile_equal_eager(mode, momentum):
+    # The buffer update is one kernel call (nn/modules/_running_stats.py): recorded, replayed and traced like any op.
+    xs = _steps(np.random.default_rng(5), (4, 3, 2, 2))
+    eager_outputs, eager_buffers = _bn_steps("eager", momentum, xs)
+    outputs, buffers = _bn_steps(mode, momentum, xs)
+    for got, want in zip(outputs, eager_outputs):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    assert buffers.keys() == eager_buffers.keys()
+    for name, want in eager_buffers.items():
+        assert buffers[name].dtype == want.dtype, name
+        np.testing.assert_allclose(buffers[name], want, rtol=1e-12, err_msg=name)
+    assert eager_buffers["num_batches_tracked"] == len(xs)
+
+
 @pytest.mark.parametrize("momentum", [0.1, None], ids=["momentum-0.1", "momentum-None"])
 def test_batchnorm_steps_and_eval_match_torch(momentum):
     torch = pytest.importorskip("torch")

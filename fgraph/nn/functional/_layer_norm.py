@@ -10,12 +10,12 @@ Over the normalized dimensions (layer norm: the trailing ``k``; batch norm: all 
 channel dimension 1), with ``mu`` the mean,
 ``rstd = (var + eps) ** -0.5`` (biased variance) and ``xhat = (x - mu) rstd``, the
 output is ``y = xhat * w + b`` (``weight``/``bias`` optional; batch norm's are given in the
-channel shape ``(1, C, 1, ...)``). The rule, with
+shape ``(C,)`` and broadcast to ``(1, C, 1, ...)``). The rule, with
 ``gh = g * w`` (``g`` without a weight) and means over the normalized dimensions:
 
 * ``d/dx = rstd * (gh - mean(gh) - xhat * mean(gh * xhat))``;
-* ``d/dw = g * xhat`` and ``d/db = g``, summed to the weight's shape by the central
-  ``reduce_grad``.
+* ``d/dw = g * xhat`` and ``d/db = g``, summed to the weight's shape (by the central
+  ``reduce_grad`` for layer norm, in the rule for batch norm's ``(C,)`` weight).
 
 The rule recomputes ``mu`` and ``rstd`` from the saved input (a node keeps ``x`` and
 ``weight``, never the statistics), and is written in fgraph ops, so ``create_graph``
@@ -31,7 +31,7 @@ from jax import lax
 from fgraph.ops._declare import RuleContext, apply_op, declare
 from fgraph.ops.elementwise import add, mul, sub
 from fgraph.ops.elementwise_math import rsqrt
-from fgraph.ops.reduction import mean
+from fgraph.ops.reduction import mean, sum
 from fgraph.ops.shape import reshape
 from fgraph.tensor import Tensor
 
@@ -54,8 +54,11 @@ def _normalize_forward(x: Any, w: Any, b: Any, dims: tuple, eps: float) -> Any:
     return y
 
 
-def _normalize_rule(ctx: RuleContext, g: Tensor, dims: tuple, eps: float) -> tuple:
+def _normalize_rule(ctx: RuleContext, g: Tensor, dims: tuple, eps: float, channel: Optional[tuple] = None) -> tuple:
+    """The rule; ``channel``: batch norm's ``(1, C, 1, ...)``, its ``(C,)`` weight and bias broadcast to it."""
     x, w, _ = ctx.inputs
+    if channel is not None and w is not None:
+        w = reshape(w, channel)
     grad_x = grad_w = None
     if ctx.needs[0] or ctx.needs[1]:
         d = sub(x, mean(x, dim=dims, keepdim=True))
@@ -67,7 +70,11 @@ def _normalize_rule(ctx: RuleContext, g: Tensor, dims: tuple, eps: float) -> tup
             grad_x = mul(rstd, sub(centred, mul(xhat, mean(mul(gh, xhat), dim=dims, keepdim=True))))
         if ctx.needs[1]:
             grad_w = mul(g, xhat)
-    return grad_x, grad_w, g if ctx.needs[2] else None
+    grad_b = g if ctx.needs[2] else None
+    if channel is not None:  # to the (C,) weight and bias: a sum over the normalized dims
+        grad_w = None if grad_w is None else sum(grad_w, dim=dims)
+        grad_b = None if grad_b is None else sum(grad_b, dim=dims)
+    return grad_x, grad_w, grad_b
 
 
 def _layer_norm_forward(x: Any, w: Any, b: Any, *, k: int, eps: float) -> Any:
@@ -79,13 +86,19 @@ def _layer_norm_rule(ctx: RuleContext, g: Tensor) -> tuple:
     return _normalize_rule(ctx, g, _dims(ctx.inputs[0].ndim, k), eps)
 
 
+def _channel(ndim: int, channels: int) -> tuple:
+    return (1, channels) + (1,) * (ndim - 2)
+
+
 def _batch_norm_forward(x: Any, w: Any, b: Any, *, dims: tuple, eps: float) -> Any:
-    return _normalize_forward(x, w, b, dims, eps)
+    channel = _channel(x.ndim, x.shape[1])
+    return _normalize_forward(x, None if w is None else w.reshape(channel), None if b is None else b.reshape(channel),
+                              dims, eps)
 
 
 def _batch_norm_rule(ctx: RuleContext, g: Tensor) -> tuple:
     dims, eps = ctx.params
-    return _normalize_rule(ctx, g, dims, eps)
+    return _normalize_rule(ctx, g, dims, eps, _channel(g.ndim, g.shape[1]))  # g: the input's shape
 
 
 _LAYER_NORM = declare("layer_norm", _layer_norm_forward, _layer_norm_rule, params=("k", "eps"),
@@ -104,8 +117,5 @@ _BATCH_NORM = declare("batch_norm_train", _batch_norm_forward, _batch_norm_rule,
 def native_batch_norm(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], eps: float) -> Tensor:
     """Training-mode batch norm of checked arguments: ``(N, C, *)`` by its batch statistics per channel;
     ``weight``/``bias`` of shape ``(C,)``."""
-    shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
-    w = None if weight is None else reshape(weight, shape)
-    b = None if bias is None else reshape(bias, shape)
     dims = (0,) + tuple(range(2, x.ndim))
-    return apply_op(_BATCH_NORM, (x, w, b), _BATCH_NORM.Params(dims, float(eps)))
+    return apply_op(_BATCH_NORM, (x, weight, bias), _BATCH_NORM.Params(dims, float(eps)))

@@ -40,6 +40,7 @@ from fgraph.autograd.grad_mode import no_grad
 from fgraph.errors import OpError
 from fgraph.nn import functional as F
 from fgraph.nn.functional._utils import check_tensor
+from fgraph.nn.modules._running_stats import updated_running_stats
 from fgraph.nn.modules._factory import check_positive_int, full_buffer, register_affine, reset_affine, zeros_buffer
 from fgraph.nn.modules.module import Module
 from fgraph.ops.reduction import mean, var
@@ -62,6 +63,10 @@ def _refill(t: Tensor, value: Any) -> Tensor:
     if not isinstance(data, jax.core.Tracer):
         out = jax.device_put(out, data.sharding)
     return _wrap(out)
+
+
+def _array_of(t: Optional[Tensor]) -> Any:
+    return None if t is None else t.array
 
 
 def blend(running: Tensor, batch_stat: Tensor, factor: Momentum) -> Tensor:
@@ -144,12 +149,6 @@ class _BatchNorm(_NormBase):
     def forward(self, input: Tensor) -> Tensor:
         check_tensor(input, type(self).__name__)
         self._check_input_dim(input)
-        factor: Momentum = 0.0 if self.momentum is None else self.momentum
-        count = None
-        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
-            count = self.num_batches_tracked + 1
-            if self.momentum is None:  # cumulative moving average
-                factor = 1.0 / count.to(self.running_mean.dtype)
         bn_training = self.training or (self.running_mean is None and self.running_var is None)
         use_buffers = not self.training or self.track_running_stats
         running_mean = self.running_mean if use_buffers else None
@@ -159,17 +158,41 @@ class _BatchNorm(_NormBase):
             out = F.batch_norm(input, None, None, self.weight, self.bias, True, 0.0, self.eps)
         else:
             out = F.batch_norm(input, running_mean, running_var, self.weight, self.bias, False, 0.0, self.eps)
-        if count is not None:
-            self.num_batches_tracked = count
-        if bn_training and (running_mean is not None or running_var is not None):
-            with no_grad():
-                x = input.detach()
-                dims = (0,) + tuple(range(2, x.ndim))
-                if running_mean is not None:
-                    self.running_mean = blend(running_mean, mean(x, dim=dims), factor)
-                if running_var is not None:
-                    self.running_var = blend(running_var, var(x, dim=dims, correction=1), factor)
+        count = self.num_batches_tracked if self.training and self.track_running_stats else None
+        if bn_training and (running_mean is not None or running_var is not None or count is not None):
+            self._update_running_stats(input, running_mean, running_var, count)
         return out
+
+    def _update_running_stats(self, input: Tensor, running_mean: Optional[Tensor], running_var: Optional[Tensor],
+                              count: Optional[Tensor]) -> None:
+        """Rebind the buffers after a training batch (PyTorch's formulas: ``_running_stats.py``)."""
+        dims = (0,) + tuple(range(2, input.ndim))
+        momentum = self.momentum
+        if isinstance(momentum, Tensor) or (momentum is None and count is None):
+            self._blend_running_stats(input, running_mean, running_var, count, dims)
+            return
+        new_mean, new_var, new_count = updated_running_stats(
+            input.array, _array_of(running_mean), _array_of(running_var), _array_of(count), dims, momentum)
+        if new_count is not None:
+            self.num_batches_tracked = _wrap(new_count)
+        if new_mean is not None:
+            self.running_mean = _wrap(new_mean)
+        if new_var is not None:
+            self.running_var = _wrap(new_var)
+
+    def _blend_running_stats(self, input: Tensor, running_mean: Optional[Tensor], running_var: Optional[Tensor],
+                             count: Optional[Tensor], dims: tuple) -> None:
+        """The update op by op: a Tensor momentum (or no batch count to average over)."""
+        factor: Momentum = 0.0 if self.momentum is None else self.momentum
+        if count is not None:
+            count = count + 1
+            self.num_batches_tracked = count
+        with no_grad():
+            x = input.detach()
+            if running_mean is not None:
+                self.running_mean = blend(running_mean, mean(x, dim=dims), factor)
+            if running_var is not None:
+                self.running_var = blend(running_var, var(x, dim=dims, correction=1), factor)
 
 
 class BatchNorm1d(_BatchNorm):
