@@ -127,6 +127,8 @@ TABLE = [
     ), REAL, max_examples=5),
     OpEntry("adaptive_avg_pool2d", F.adaptive_avg_pool2d, _adaptive_avg_ref, 1, cases(
         Case(((1, 2, 5, 3),), dict(output_size=(3, 2))),
+        Case(((1, 2, 4, 6),), dict(output_size=(2, 3))),  # even windows: a mean per window
+        Case(((2, 1, 4, 2),), dict(output_size=1)),  # global average pooling
     ), REAL, max_examples=3),
     OpEntry("adaptive_max_pool2d", F.adaptive_max_pool2d, _adaptive_max_ref, 1, cases(
         Case(((1, 2, 5, 3),), dict(output_size=(3, 2))),
@@ -141,6 +143,7 @@ TABLE = [
     ), REAL, max_examples=2),
     OpEntry("adaptive_avg_pool3d", F.adaptive_avg_pool3d, _adaptive_avg_ref, 1, cases(
         Case(((1, 1, 3, 4, 2),), dict(output_size=(2, 3, 1))),
+        Case(((1, 2, 4, 2, 3),), dict(output_size=(2, 1, 3))),
     ), REAL, max_examples=2),
     OpEntry("lp_pool2d", F.lp_pool2d, _lp_pool_ref, 1, cases(
         Case(((1, 2, 3, 4),), dict(norm_type=1.5, kernel_size=(2, 3), stride=2, ceil_mode=True)),

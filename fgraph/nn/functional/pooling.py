@@ -33,6 +33,7 @@ from fgraph.nn.functional.sampling import _resample_dim
 from fgraph.ops._complex import refuse_complex
 from fgraph.ops.elementwise import abs as _abs, mul, pow, relu, sign
 from fgraph.ops.linalg import matmul
+from fgraph.ops.reduction import mean
 from fgraph.ops.shape import reshape, squeeze, unsqueeze
 from fgraph.tensor import Tensor, tensor
 
@@ -297,6 +298,19 @@ def _avg_matrix(L: int, o: int) -> np.ndarray:
     return m
 
 
+def _even_windows_mean(input: Tensor, sizes: tuple) -> Optional[Tensor]:
+    """Adaptive average pooling when each output size divides its input size (equal, disjoint windows: a mean
+    per window, one or two kernels, no averaging matrices); ``None`` otherwise."""
+    k = len(sizes)
+    spatial = input.shape[-k:]
+    if any(L % o for L, o in zip(spatial, sizes)):
+        return None
+    if all(o == 1 for o in sizes):  # global average pooling
+        return mean(input, dim=tuple(range(-k, 0)), keepdim=True)
+    split = tuple(input.shape[:-k]) + tuple(v for L, o in zip(spatial, sizes) for v in (o, L // o))
+    return mean(reshape(input, split), dim=tuple(range(input.ndim - k + 1, input.ndim + k, 2)))
+
+
 def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
     """Mean over ``output_size`` windows ``[floor(i*L/out), ceil((i+1)*L/out))`` of ``(N, C, L)``.
 
@@ -307,6 +321,9 @@ def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
     refuse_complex("adaptive_avg_pool1d", input)
     check_float(input, "adaptive_avg_pool1d")
     (o,) = _adaptive_sizes("adaptive_avg_pool1d", 1, input, output_size)
+    even = _even_windows_mean(input, (o,))
+    if even is not None:
+        return even
     a = tensor(_avg_matrix(input.shape[-1], o).T, dtype=input.dtype)
     return matmul(input, a)
 
@@ -321,6 +338,9 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     refuse_complex("adaptive_avg_pool2d", input)
     check_float(input, "adaptive_avg_pool2d")
     oh, ow = _adaptive_sizes("adaptive_avg_pool2d", 2, input, output_size)
+    even = _even_windows_mean(input, (oh, ow))
+    if even is not None:
+        return even
     ah = tensor(_avg_matrix(input.shape[-2], oh), dtype=input.dtype)
     aw = tensor(_avg_matrix(input.shape[-1], ow).T, dtype=input.dtype)
     return matmul(matmul(ah, input), aw)
@@ -372,6 +392,9 @@ def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
     refuse_complex("adaptive_avg_pool3d", input)
     check_float(input, "adaptive_avg_pool3d")
     sizes = _adaptive_sizes("adaptive_avg_pool3d", 3, input, output_size)
+    even = _even_windows_mean(input, tuple(sizes))
+    if even is not None:
+        return even
     out = input
     for axis in (-1, -2, -3):
         L, o = input.shape[axis], sizes[axis]
