@@ -65,7 +65,9 @@ def grad(
     """Gradients of ``outputs`` with respect to ``inputs``, as a tuple (``torch.autograd.grad``).
 
     ``retain_graph`` is accepted for compatibility: records are immutable, so a
-    graph can be differentiated any number of times. With ``create_graph=True``
+    graph can be differentiated any number of times (under deferred dispatch, a pass
+    without it lets the step's program keep saved values inside; a later pass over the
+    same graph recomputes them). With ``create_graph=True``
     the returned gradients carry their own graph, for higher derivatives.
     With ``is_grads_batched=True`` the first dimension of every ``grad_outputs``
     entry is a batch: the backward pass runs under ``jax.vmap`` and each result
@@ -106,7 +108,7 @@ def grad(
         captured = _batched_grad(outputs_t, inputs_t, grad_outputs, create_graph)
     else:
         seeds = _make_seeds(outputs_t, grad_outputs, "grad")
-        captured, _ = _execute(outputs_t, seeds, inputs_t, create_graph, accumulate=False)
+        captured, _ = _execute(outputs_t, seeds, inputs_t, create_graph, accumulate=False, release=not retain_graph)
     result = []
     for i, (x, g) in enumerate(zip(inputs_t, captured)):
         g = like_input(g, x)
@@ -151,7 +153,8 @@ def backward(
         raise GradError("backward: 'inputs' cannot be empty; pass None to differentiate all leaves.")
     seeds = _make_seeds(tensors_t, grad_tensors, "backward")
     hook_calls = _hook_calls.calls()
-    captured, leaf_grads = _execute(tensors_t, seeds, inputs_t, create_graph, accumulate=True)
+    captured, leaf_grads = _execute(tensors_t, seeds, inputs_t, create_graph, accumulate=True,
+                                    release=not retain_graph)
     items: dict = {}
     for acc, g in leaf_grads.items():
         leaf = acc.variable
@@ -337,16 +340,17 @@ _REENTRANT_DEPTH: contextvars.ContextVar[int] = contextvars.ContextVar("fgraph_r
 
 
 def _execute(roots: tuple, seeds: list, inputs: Optional[tuple], create_graph: bool,
-             accumulate: bool) -> tuple[list, dict]:
-    """Run the graph; return (captured gradients per input, {AccumulateGrad: grad})."""
+             accumulate: bool, release: bool = False) -> tuple[list, dict]:
+    """Run the graph; return (captured gradients per input, {AccumulateGrad: grad}). ``release``: the
+    caller does not retain the graph (``retain_graph`` unset)."""
     depth = _REENTRANT_DEPTH.get()
     if depth >= MAX_REENTRANT_DEPTH_PER_THREAD and not any(isinstance(s.array, jax.core.Tracer) for s in seeds):
         # JAX's tracing state is per thread, so traced passes stay on their thread (and are
         # limited by the recursion limit).
-        return _ReentrantThread(roots, seeds, inputs, create_graph, accumulate).run()
+        return _ReentrantThread(roots, seeds, inputs, create_graph, accumulate, release).run()
     token = _REENTRANT_DEPTH.set(depth + 1)
     try:
-        return _execute_pass(roots, seeds, inputs, create_graph, accumulate)
+        return _execute_pass(roots, seeds, inputs, create_graph, accumulate, release)
     finally:
         _REENTRANT_DEPTH.reset(token)
 
@@ -388,7 +392,7 @@ def _detached_hint(t: Tensor) -> str:
 
 # -- the GraphTask --------------------------------------------------------------------------------
 def _execute_pass(roots: tuple, seeds: list, inputs: Optional[tuple], create_graph: bool,
-                  accumulate: bool) -> tuple[list, dict]:
+                  accumulate: bool, release: bool = False) -> tuple[list, dict]:
     """One backward pass on this thread (see :func:`_execute`)."""
     output_edges = []
     if inputs is not None:
@@ -425,7 +429,7 @@ def _execute_pass(roots: tuple, seeds: list, inputs: Optional[tuple], create_gra
                     fused = fused_lazy.try_run(found, graph_root, root_nr, seeds, output_edges, accumulate, min_topo,
                                                lazy)
                     if fused is not None:
-                        lazy.pass_recorded()
+                        lazy.pass_recorded(found if release else None)
                         return fused
             deferred, lazy = lazy, None
             eager_state = deferred.go_eager()

@@ -124,7 +124,8 @@ class lazy:
 
     @staticmethod
     def stats() -> dict:
-        """A copy of the counters: records, flushes, traces, hits, signatures, bypassed, evicted."""
+        """A copy of the counters: records, flushes, traces, hits, signatures, bypassed, evicted; deferred
+        dispatch's one_by_one, steps_recorded, left_out and recomputed."""
         return dict(STATS)
 
     @staticmethod

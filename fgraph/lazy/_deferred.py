@@ -77,8 +77,8 @@ class DeferredRecorder(Recorder):
             self.flush()
         return out
 
-    def flush(self) -> None:
-        taken = self.take()
+    def flush(self, leave_out: Optional[set] = None) -> None:
+        taken = self.take(leave_out)
         if taken is None:
             return
         key, alive, externals, quick = taken
@@ -112,11 +112,18 @@ class DeferredRecorder(Recorder):
         self._charging = entry
         return False
 
-    def pass_recorded(self) -> None:
-        """A recorded backward pass ended: run its step (compiled, as its rent is paid)."""
+    def pass_recorded(self, released: Any = None) -> None:
+        """A recorded backward pass ended: run its step (compiled, as its rent is paid). ``released``: the
+        pass's structure when it did not retain its graph: values only its saved slots hold are not written
+        out (``fgraph/autograd/_saved_only.py``)."""
         STATS["steps_recorded"] += 1
         self.compile_next = True
-        self.flush()
+        leave_out = None
+        if released is not None:
+            from fgraph.autograd._saved_only import saved_only
+
+            leave_out = saved_only(released.order, self, released.arrays)
+        self.flush(leave_out)
 
     def go_eager(self) -> tuple:
         """Before an eager backward pass: flush, switch recording off; returns what :meth:`back` needs."""

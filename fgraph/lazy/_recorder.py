@@ -33,8 +33,10 @@ MAX_PROGRAMS = 64
 
 #: Counters: ``records`` (kernel calls recorded), ``flushes``, ``traces`` (programs compiled: a new
 #: structure), ``hits`` (flushes that replayed a cached program), ``signatures`` (``eval_shape`` runs),
-#: ``bypassed`` (calls run eagerly: tracer or unusual arguments), ``evicted``.
-STATS: dict[str, int] = dict.fromkeys(("records", "flushes", "traces", "hits", "signatures", "bypassed", "evicted"), 0)
+#: ``bypassed`` (calls run eagerly: tracer or unusual arguments), ``evicted``, ``left_out`` (values a step's program
+#: did not write out, see :class:`Recompute`), ``recomputed`` (flushes that recomputed such values after all).
+STATS: dict[str, int] = dict.fromkeys(("records", "flushes", "traces", "hits", "signatures", "bypassed", "evicted",
+                                       "left_out", "recomputed"), 0)
 
 _ArrayImpl: Any = None  # jax.Array's concrete class, found by array_type() (not at import: see there)
 
@@ -224,27 +226,60 @@ class Recorder:
             key, alive, externals, quick = taken
             run(cached_program(key, _jit_quick_replay if quick else _jit_replay), alive, externals)
 
-    def take(self) -> Optional[tuple]:
+    def take(self, leave_out: Optional[set] = None) -> Optional[tuple]:
         """Empty the recorder: ``(key, live placeholders, externals, quick)`` of its pending trace, or ``None``.
 
         ``key`` is the trace's structure (records, external signatures, live output slots); ``quick``
-        whether its values are small enough to compile for compile speed."""
+        whether its values are small enough to compile for compile speed. Placeholders whose ``id`` is in
+        ``leave_out`` are not outputs: they are recomputed from the trace if read (:class:`Recompute`)."""
         records = self.records
         if not records:
             return None
         alive = []
         live = []
+        left: dict = {}
         for i, ref in enumerate(self.outs):
             o = ref()
             if o is not None:
+                if leave_out and id(o) in leave_out:
+                    left[i] = ref
+                    continue
                 alive.append(o)
                 live.append(i)
         key = (tuple(records), tuple(self.ext_kids), tuple(live))
         externals = self.externals
+        if left:
+            STATS["left_out"] += len(left)
+            recompute = Recompute(key[0], key[1], externals, left)
+            for ref in left.values():
+                ref()._rec = recompute
         quick = self.largest <= _quick_max_elements()
         self._reset()  # before running: an error leaves a clean recorder
         STATS["flushes"] += 1
         return key, alive, externals, quick
+
+
+class Recompute:
+    """Placeholders a flush left out of its program (only a released graph held them): reading one replays
+    the trace, kernel by kernel, and fills every one of them still alive."""
+
+    __slots__ = ("records", "ext_kids", "externals", "refs")
+
+    def __init__(self, records: tuple, ext_kids: tuple, externals: list, refs: dict) -> None:
+        self.records, self.ext_kids, self.externals, self.refs = records, ext_kids, externals, refs
+
+    def flush(self) -> None:
+        alive, live = [], []
+        for slot, ref in self.refs.items():
+            o = ref()
+            if o is not None and o._rec is self:
+                alive.append(o)
+                live.append(slot)
+        self.refs = {}
+        if alive:
+            STATS["recomputed"] += 1
+            run(replay_one_by_one((self.records, self.ext_kids, tuple(live))), alive, self.externals)
+        self.externals = []
 
 
 def run(program: Callable, alive: list, externals: list) -> None:
