@@ -30,6 +30,7 @@ from typing import Any, Optional
 import jax
 
 from fgraph.errors import DeviceUnavailableError
+from fgraph.lazy._array import LazyArray
 
 __all__ = ["device", "DeviceUnavailableError"]
 
@@ -275,6 +276,8 @@ def device_of(array: Any) -> device:
 def put(array: Any, spec: Any) -> Any:
     """``array`` on the device (or sharding) ``spec`` names: itself when it is there already or while traced."""
     target = jax_device(spec)
+    if type(array) is LazyArray:  # pending under deferred dispatch or fg.lazy: placing needs the value
+        array = array.value()
     if isinstance(array, jax.core.Tracer) or not isinstance(array, jax.Array):
         return array
     if isinstance(target, jax.sharding.Sharding):

@@ -38,9 +38,9 @@ jax.config.update("jax_enable_x64", True)
 from fgraph.autograd import fusion as _fusion  # noqa: E402
 
 _fusion.set_compile_rent(0)
-if os.environ.get("FGRAPH_DEFERRED"):  # the suite under deferred dispatch: its traces keep the rent rule
-    from fgraph.lazy import _deferred  # noqa: E402
+from fgraph.lazy import _deferred  # noqa: E402
 
+if _deferred.is_enabled():  # the suite under deferred dispatch (FGRAPH_DEFERRED=1): its traces keep the rent rule
     _deferred.set_rent(2.0)
 # The references are compared in full float32: on a GPU, JAX's default float32 matrix product is TF32,
 # whose rounding (~1e-3) depends on the order of the products and is above the float32 tolerances.

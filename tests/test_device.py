@@ -379,8 +379,10 @@ _TWO_DEVICES = textwrap.dedent("""
 """)
 
 
-def test_placement_on_a_second_device():
-    env = dict(os.environ, JAX_PLATFORMS="cpu",
+@pytest.mark.parametrize("deferred", ["0", "1"], ids=["eager", "deferred-dispatch"])
+def test_placement_on_a_second_device(deferred):
+    # Under deferred dispatch ops on the second device run eagerly there (a replay would put them on the default one).
+    env = dict(os.environ, JAX_PLATFORMS="cpu", FGRAPH_DEFERRED=deferred,
                XLA_FLAGS=(os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2").strip())
     done = subprocess.run([sys.executable, "-c", _TWO_DEVICES], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]

@@ -60,6 +60,7 @@ class DeferredRecorder(Recorder):
     """A thread's recorder under deferred dispatch: flushes compile by the rent rule (module docstring)."""
 
     deferred = True
+    default_device_only = True
     #: Pending records past this many flush at once (keeps a trace that no one reads bounded).
     max_records = 4096
 

@@ -94,6 +94,17 @@ def _scalar_array(t: type, value: Any) -> Any:
     return a
 
 
+def _on_default_device(a: Any) -> bool:
+    """Whether committed array ``a`` lives on JAX's default device alone (where a replay's outputs go)."""
+    devices = a.devices()
+    if len(devices) != 1:
+        return False
+    default = jax.config.jax_default_device
+    if default is None or isinstance(default, str):
+        default = jax.devices(default)[0]
+    return next(iter(devices)) == default
+
+
 def cache_clear() -> None:
     """Drop every compiled replay program and cached signature."""
     _PROGRAMS.clear()
@@ -122,6 +133,9 @@ class Recorder:
     abstract = False
     #: Whether it is a thread's deferred-dispatch recorder (``_deferred.py``) rather than a ``fg.lazy()`` block's.
     deferred = False
+    #: Whether calls on arrays placed off the default device (another device, a sharding) run eagerly instead:
+    #: a replay puts its outputs where ``jax.jit`` puts them, eager kernels keep their inputs' placement.
+    default_device_only = False
 
     def __init__(self) -> None:
         array_type()  # the class call() compares against
@@ -167,6 +181,8 @@ class Recorder:
             if t is _ArrayImpl:
                 i = self.ext_index.get(id(a))
                 if i is None:
+                    if self.default_device_only and a.committed and not _on_default_device(a):
+                        return self._bypass(kernel, args)  # placed elsewhere: eager keeps it there
                     i = self.ext_index[id(a)] = len(externals)
                     externals.append(a)
                     self.ext_kids.append(_array_kid(a))
