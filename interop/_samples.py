@@ -264,7 +264,7 @@ SAMPLES: dict[str, Sample] = {
     "linear": Sample((Arg((4, 3)), Arg((2, 3)), Arg((2,)))),
     "linear_no_bias": Sample((Arg((2, 4, 3)), Arg((2, 3)))),
     "layer_norm": Sample((Arg((2, 2, 3)), Arg((2, 3)), Arg((2, 3))), {"k": 2, "eps": 1e-5}),
-    "batch_norm_train": Sample((Arg((3, 2, 4)), Arg((1, 2, 1)), Arg((1, 2, 1))), {"dims": (0, 2), "eps": 1e-5}),
+    "batch_norm_train": Sample((Arg((3, 2, 4)), Arg((2,)), Arg((2,))), {"dims": (0, 2), "eps": 1e-5}),
     "mse_loss": Sample((Arg((2, 3)), Arg((3,))), {"reduction": "mean"}),
     "nll_loss": Sample((Arg((4, 3)), np.array([0, 2, -100, 2]), Arg((3,), "pos")),
                        {"class_dim": 1, "ignore_index": -100, "reduction": "mean"}),
