@@ -169,6 +169,19 @@ def test_cnn_batchnorm_dropout_matches_eager(dropout):
     assert int(sb["1.num_batches_tracked"].item()) == len(batches)
 
 
+def test_a_compiled_step_leaves_the_default_stream_uncommitted():
+    # Parameters are committed, so the program's outputs are; the generator's key written back must not be,
+    # or every later fg.rand(...) would come back committed and refuse to meet arrays on another device.
+    model = fg.nn.Linear(2, 2)
+    step = fg.compile(lambda x: (model(x) * fg.rand(2)).sum())
+    fg.manual_seed(0)
+    assert not fg.random.get_rng_state().committed
+    first, second = step(fg.ones(2)), step(fg.ones(2))
+    assert first.item() != second.item()  # the stream advanced through the program
+    assert not fg.random.get_rng_state().committed
+    assert not fg.rand(2).array.committed and not fg.rand(2, device="cpu").array.committed
+
+
 def test_eval_mode_retraces_once_and_says_why():
     model, opt, _ = _cnn(0.0)
     step = fg.compile(_train_step)

@@ -19,6 +19,8 @@ from __future__ import annotations
 import operator
 from typing import Any, Iterable, NamedTuple, Optional
 
+import jax
+
 from fgraph._numbers import NUMBER_TYPES, on_device
 
 from fgraph.amp.grad_scaler import GradScaler
@@ -401,7 +403,27 @@ class StateTable:
         elif slot.kind == "scaler":
             setattr(obj, slot.where[0], value)
         else:
-            obj._key = value
+            obj._key = value if fresh else _uncommitted_like(value, obj._key)
+
+
+def _uncommitted_like(value: Any, old: Any) -> Any:
+    """``value`` uncommitted when ``old`` (the slot's previous array) was, on the same one device.
+
+    A program's outputs are committed whenever one of its inputs is (a module's parameters are), so
+    a generator's key written back from a step would commit every later draw of the default stream
+    and with it every ``fg.rand(...)``, which then refuses to mix with arrays on another device.
+    The eager stream stays uncommitted; so does the compiled one. The array is rewrapped, not copied
+    (JAX has no public way to drop the commitment; where its private constructor moved, the key
+    simply stays committed)."""
+    if (not isinstance(value, jax.Array) or isinstance(value, jax.core.Tracer) or not value.committed
+            or not isinstance(old, jax.Array) or isinstance(old, jax.core.Tracer) or old.committed
+            or len(value.devices()) != 1 or value.devices() != old.devices()):
+        return value
+    try:
+        from jax._src.array import ArrayImpl
+        return ArrayImpl(value.aval, value.sharding, value._arrays, committed=False)
+    except Exception:  # a JAX whose internals differ: committed, as before
+        return value
 
 
 _SCALER_SLOTS = ("_scale", "_growth_tracker")
