@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fgraph.lazy._array import LazyArray
 from fgraph.tensor import Tensor, _wrap
 
 __all__ = ["from_dlpack"]
@@ -47,13 +48,21 @@ def from_dlpack(ext_tensor: Any, *, copy: Optional[bool] = None) -> Tensor:
 
 
 # A Tensor is a pytree node whose one leaf is its array (key ``.array``); the graph is not in the tree, and
-# unflattening makes a plain record of whatever leaf JAX gives (array, tracer, sentinel).
+# unflattening makes a plain record of whatever leaf JAX gives (array, tracer, sentinel). A pending value of
+# deferred dispatch is run first: as a leaf it would be a pytree node of its own, and a jax.jit call given it
+# would trace once more for the changed structure.
 def _flatten_keyed(t: Tensor) -> tuple:
-    return ((_ARRAY_KEY, t.array),), None
+    return ((_ARRAY_KEY, _leaf(t.array)),), None
 
 
 def _flatten(t: Tensor) -> tuple:
-    return (t.array,), None
+    return (_leaf(t.array),), None
+
+
+def _leaf(array: Any) -> Any:
+    if type(array) is LazyArray and not array.abstract:
+        return array.value()
+    return array
 
 
 def _unflatten(aux: None, children: Sequence[Any]) -> Tensor:
