@@ -8,11 +8,15 @@ import threading
 import numpy as np
 import pytest
 
+import jax
+import jax.numpy as jnp
+
 import fgraph as fg
 import fgraph.autograd.forward_ad as fwAD
 from fgraph import nn
 from fgraph.autograd import _compile_rent
 from fgraph.lazy import _deferred, is_lazy
+from fgraph.lazy._recorder import Recorder, _jit_replay, cached_program, run
 
 
 @pytest.fixture
@@ -253,3 +257,84 @@ def test_the_environment_switch_turns_it_on_at_import_without_starting_jax():
     env = dict(os.environ, FGRAPH_DEFERRED="1")
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
+
+
+def _adam_loop(steps, read_moments=True):
+    fg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2)).double()
+    opt = fg.optim.Adam(model.parameters(), lr=0.05)
+    x = fg.randn(6, 4, dtype=fg.float64)
+    losses, moments = [], []
+    for _ in range(steps):
+        used = list(model.parameters())
+        loss = (model(x) ** 2).mean()
+        opt.step(loss.backward())  # the gradients as a temporary: donated with the moments
+        fg.autograd.fusion.wait_for_compiles()
+        losses.append(loss)
+        if read_moments:  # (a read runs the pending update on its own)
+            moments.append([opt.state[p][k].array.unsafe_buffer_pointer()
+                            for p in model.parameters() for k in ("exp_avg", "exp_avg_sq")])
+    return model, x, used, losses, moments
+
+
+@pytest.mark.parametrize("rent", [0.0], indirect=True)
+def test_a_step_program_reuses_the_optimizers_buffers_as_eager_steps_do(deferred, rent):
+    # Eager steps donate Adam's moments (and the temporary gradients) to the update kernel; a recorded step's
+    # program must take them as donated inputs too, or each step holds two sets of moments (test_memory_donation).
+    _, _, _, losses, moments = _adam_loop(8)
+    assert fg.lazy.stats()["steps_recorded"] >= 4
+    assert all(m == moments[0] for m in moments[1:])
+    values = [l.item() for l in losses]
+    fg.lazy.set_deferred(False)
+    _, _, _, eager_losses, _ = _adam_loop(8)
+    _close(values, [l.item() for l in eager_losses])
+
+
+@pytest.mark.parametrize("rent", [0.0], indirect=True)
+def test_a_second_pass_after_a_donating_step_recomputes_from_the_parameters_it_wrote_out(deferred, rent):
+    # The last loss's saved values were left out of its step's program, which also ran the update before it and
+    # took the moments as donated inputs: they are rebuilt from the parameters that program wrote out.
+    _, _, used, losses, _ = _adam_loop(6, read_moments=False)
+    assert fg.lazy.stats()["left_out"] >= 1
+    again = fg.autograd.grad(losses[-1], used)
+    assert fg.lazy.stats()["recomputed"] == 1
+    fg.lazy.set_deferred(False)
+    _, _, eager_used, eager_losses, _ = _adam_loop(6)
+    for a, e in zip(again, fg.autograd.grad(eager_losses[-1], eager_used)):
+        _close(a.numpy(), e.numpy())
+
+
+_update = jax.jit(lambda moment, grad: moment * 0.9 + grad)
+_square = jax.jit(lambda v: v * v)
+
+
+@pytest.mark.parametrize("hold_update", [True, False])
+def test_a_value_rebuilt_from_a_donated_input_is_never_left_out(hold_update):
+    # A left-out value is rebuilt from the program's outputs and inputs; an input the program donates is gone by then,
+    # so a value that would need it stays an output (the flush leaves nothing out), and one that needs only held
+    # outputs is left out and rebuilt from them.
+    rec = Recorder()
+    moment, grad = jnp.arange(4.0), jnp.ones(4)
+    updated = rec.call_tree(_update, (moment, grad), donated=(moment,))
+    saved = rec.call(_square, (updated,))
+    if not hold_update:
+        del updated
+    key, alive, externals, _ = rec.take(leave_out={id(saved)})
+    assert key[3] == (0,)  # the moment is a donated input of the program
+    assert any(o is saved for o in alive) is not hold_update
+    run(cached_program(key, _jit_replay), alive, externals)
+    assert moment.is_deleted()
+    np.testing.assert_allclose(np.asarray(saved.value()), (np.arange(4.0) * 0.9 + 1) ** 2)
+
+
+def test_a_pending_tensor_flattens_to_its_array_so_a_users_jit_traces_once(deferred):
+    # A pending value as a pytree leaf would be a node of its own (LazyArray is a pytree): the jitted function
+    # would trace again once the value has run and the same tensor flattens to a plain array.
+    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
+    x = fg.randn(5, 3) * 2  # pending
+    assert is_lazy(x.array)
+    grad_fn = jax.jit(jax.grad(lambda m, x: m(x).sum().array))
+    for _ in range(2):
+        grad_fn(model, x)
+    assert grad_fn._cache_size() == 1
+    assert type(jax.tree_util.tree_leaves(fg.ones(2) * 2)[0]) is type(jnp.ones(1))

@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from fgraph.lazy._array import LazyArray
+from fgraph.lazy._recompute import Recompute
 from fgraph.lazy._state import LAZY
 
 __all__ = ["Recorder", "STATS", "cache_clear", "run", "replay_one_by_one", "MAX_RECORDS", "MAX_PROGRAMS"]
@@ -147,6 +148,7 @@ class Recorder:
         self.externals: list = []
         self.ext_kids: list = []
         self.ext_index: dict = {}  # id(array) -> external index (arrays only; they are held in externals)
+        self.donated: list = []  # external indices the program may overwrite (an optimizer's buffers, see call_tree)
         self.largest = 0  # elements of the largest value recorded (inputs and outputs)
 
     def discard(self) -> None:
@@ -222,19 +224,41 @@ class Recorder:
             self.flush()
         return outs[0] if treedef is None else treedef.unflatten(outs)
 
-    def call_tree(self, kernel: Callable, args: tuple) -> Any:
-        """:meth:`call` for a kernel whose arguments are pytrees (lists, dicts of arrays)."""
+    def call_tree(self, kernel: Callable, args: tuple, donated: Any = ()) -> Any:
+        """:meth:`call` for a kernel whose arguments are pytrees (lists, dicts of arrays).
+
+        ``donated``: arrays among ``args`` that nothing but this call can reach (the caller proved it, as an
+        optimizer's step does): the trace's program takes them as donated inputs, so their buffers hold its
+        results, as the kernel's own ``donate_argnums`` would when dispatched eagerly."""
         leaves, treedef = jax.tree_util.tree_flatten(args, is_leaf=_is_lazy)
         flat = _FLAT.get((kernel, treedef))
         if flat is None:
             flat = _FLAT[(kernel, treedef)] = _Flat(kernel, treedef)
-        return self.call(flat, leaves)
+        out = self.call(flat, leaves)
+        for array in donated:
+            i = self.ext_index.get(id(array))
+            if i is not None and self.externals[i] is array:
+                self.donated.append(i)
+        return out
 
     def _bypass(self, kernel: Callable, args: Any) -> Any:
         STATS["bypassed"] += 1
         return kernel(*[a.value() if type(a) is LazyArray else a for a in args])
 
     # -- running the trace ------------------------------------------------------------------------
+    def _outputs(self, leave_out: Optional[set]) -> tuple[list, list, dict]:
+        """``(alive placeholders, their slots, {slot: weakref} of those left out)`` of the pending trace."""
+        alive, live, left = [], [], {}
+        for i, ref in enumerate(self.outs):
+            o = ref()
+            if o is not None:
+                if leave_out and id(o) in leave_out:
+                    left[i] = ref
+                    continue
+                alive.append(o)
+                live.append(i)
+        return alive, live, left
+
     def flush(self) -> None:
         """Run the pending records as one (cached) jitted program and fill the live placeholders."""
         taken = self.take()
@@ -245,57 +269,30 @@ class Recorder:
     def take(self, leave_out: Optional[set] = None) -> Optional[tuple]:
         """Empty the recorder: ``(key, live placeholders, externals, quick)`` of its pending trace, or ``None``.
 
-        ``key`` is the trace's structure (records, external signatures, live output slots); ``quick``
+        ``key`` is the trace's structure (records, external signatures, live output slots, donated externals); ``quick``
         whether its values are small enough to compile for compile speed. Placeholders whose ``id`` is in
-        ``leave_out`` are not outputs: they are recomputed from the trace if read (:class:`Recompute`)."""
+        ``leave_out`` are not outputs: they are recomputed from the trace if read (:class:`Recompute`), unless
+        that would need an input the program donates (then they stay outputs)."""
         records = self.records
         if not records:
             return None
-        alive = []
-        live = []
-        left: dict = {}
-        for i, ref in enumerate(self.outs):
-            o = ref()
-            if o is not None:
-                if leave_out and id(o) in leave_out:
-                    left[i] = ref
-                    continue
-                alive.append(o)
-                live.append(i)
-        key = (tuple(records), tuple(self.ext_kids), tuple(live))
-        externals = self.externals
+        alive, live, left = self._outputs(leave_out)
+        records, donated = tuple(records), tuple(self.donated)
+        recompute = None
         if left:
+            recompute = Recompute.plan(records, live, alive, left, donated, self.externals)
+            if recompute is None:  # rebuilding them would need a donated input: they stay outputs
+                alive, live, left = self._outputs(None)
+        key = (records, tuple(self.ext_kids), tuple(live), donated)
+        externals = self.externals
+        if recompute is not None:
             STATS["left_out"] += len(left)
-            recompute = Recompute(key[0], key[1], externals, left)
             for ref in left.values():
                 ref()._rec = recompute
         quick = self.largest <= _quick_max_elements()
         self._reset()  # before running: an error leaves a clean recorder
         STATS["flushes"] += 1
         return key, alive, externals, quick
-
-
-class Recompute:
-    """Placeholders a flush left out of its program (only a released graph held them): reading one replays
-    the trace, kernel by kernel, and fills every one of them still alive."""
-
-    __slots__ = ("records", "ext_kids", "externals", "refs")
-
-    def __init__(self, records: tuple, ext_kids: tuple, externals: list, refs: dict) -> None:
-        self.records, self.ext_kids, self.externals, self.refs = records, ext_kids, externals, refs
-
-    def flush(self) -> None:
-        alive, live = [], []
-        for slot, ref in self.refs.items():
-            o = ref()
-            if o is not None and o._rec is self:
-                alive.append(o)
-                live.append(slot)
-        self.refs = {}
-        if alive:
-            STATS["recomputed"] += 1
-            run(replay_one_by_one((self.records, self.ext_kids, tuple(live))), alive, self.externals)
-        self.externals = []
 
 
 def run(program: Callable, alive: list, externals: list) -> None:
@@ -314,8 +311,9 @@ def run(program: Callable, alive: list, externals: list) -> None:
 
 
 def replay_one_by_one(key: tuple) -> Callable:
-    """The trace under ``key`` as a plain function: its records dispatched one kernel at a time (no compile)."""
-    records, _, live = key
+    """The trace under ``key`` as a plain function: its records dispatched one kernel at a time (no compile;
+    a kernel that donates its arguments, an optimizer's update, donates them as when dispatched eagerly)."""
+    records, _, live, _ = key
     return functools.partial(_replay, records, live)
 
 
@@ -335,8 +333,8 @@ def cached_program(key: tuple, make: Callable[[tuple], Callable]) -> Callable:
 
 
 def _jit_replay(key: tuple) -> Callable:
-    records, _, live = key
-    return jax.jit(functools.partial(_replay, records, live))
+    records, _, live, donated = key
+    return jax.jit(functools.partial(_replay, records, live), donate_argnums=donated)
 
 
 def _jit_quick_replay(key: tuple) -> Callable:
@@ -344,8 +342,9 @@ def _jit_quick_replay(key: tuple) -> Callable:
     and threshold as fusion's first programs, :func:`fgraph.autograd.fusion.quick_compile_options`)."""
     from fgraph.autograd.fusion import quick_compile_options
 
-    records, _, live = key
-    return jax.jit(functools.partial(_replay, records, live), compiler_options=quick_compile_options())
+    records, _, live, donated = key
+    return jax.jit(functools.partial(_replay, records, live), donate_argnums=donated,
+                   compiler_options=quick_compile_options())
 
 
 def _quick_max_elements() -> int:

@@ -242,12 +242,15 @@ class Optimizer:
         if lazy is None:
             hyper = self._hyper_on_device(group, hyper)
         states = [_arrays(self.state[p]) if p in self.state else self._first_state(p, group) for _, p, _ in active]
-        donated = plan_donation(active, states, self.state, grad_holders) if lazy is None else {}
+        donated = plan_donation(active, states, self.state, grad_holders) if lazy is None or not lazy.abstract else {}
         grad_arrays = [None if (n, "") in donated else g.array if g.dtype == p.dtype else g.array.astype(p.dtype)
                        for n, (_, p, g) in enumerate(active)]
         args = (hyper, [p.array for _, p, _ in active], grad_arrays, states, donated)
         del donated  # the arguments hold it: its buffers are gone once the kernel runs
-        results, new_params, new_states = kernel(*args) if lazy is None else lazy.call_tree(kernel, args)
+        if lazy is None:
+            results, new_params, new_states = kernel(*args)
+        else:  # recorded: the trace's program takes the donated arrays as donated inputs
+            results, new_params, new_states = lazy.call_tree(kernel, args, tuple(args[4].values()))
         for (n, key), array in results.items():
             if key:
                 new_states[n][key] = array
