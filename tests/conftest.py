@@ -66,6 +66,21 @@ settings.register_profile(
 settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 
+@pytest.fixture(autouse=True)
+def _eager_dispatch(request):
+    """Tests marked ``eager_dispatch`` check op-by-op dispatch's own machinery (a kernel's jit cache, compile logs,
+    ``fg.lazy`` counters): under ``FGRAPH_DEFERRED=1`` they run with deferred dispatch off, as their assertions
+    are about that mode; every other test runs in whichever mode the suite runs in."""
+    if request.node.get_closest_marker("eager_dispatch") is None or not _deferred.is_enabled():
+        yield
+        return
+    _deferred.disable()
+    try:
+        yield
+    finally:
+        _deferred.enable()
+
+
 @pytest.fixture
 def node_by_node():
     """Run backward node by node: the per-op tables check rules, and compiling a fused

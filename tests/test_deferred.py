@@ -338,3 +338,19 @@ def test_a_pending_tensor_flattens_to_its_array_so_a_users_jit_traces_once(defer
         grad_fn(model, x)
     assert grad_fn._cache_size() == 1
     assert type(jax.tree_util.tree_leaves(fg.ones(2) * 2)[0]) is type(jnp.ones(1))
+
+
+def test_a_pending_value_run_while_a_users_jit_traces_stays_concrete(deferred):
+    # The user's jax.jit traces code whose backward pass runs what eager code left pending: that trace's kernels
+    # must run now, not be staged into the user's program (they would fill the eager values with its tracers).
+    def program(a):
+        x = fg.tensor(a, requires_grad=True)
+        (g,) = fg.grad((fg.sort(x).values * 2).sum(), [x])
+        return (g * 3).array
+
+    a = np.array([0.5, -1.0, 2.0])
+    eager = program(a)  # pending: the traced call's backward pass runs it
+    assert is_lazy(eager)
+    traced = jax.jit(program)(a)
+    np.testing.assert_array_equal(np.asarray(traced), np.asarray(eager))
+    assert not isinstance(fg.lazy.concrete(eager), jax.core.Tracer)

@@ -388,6 +388,7 @@ def test_vmap_composes_with_jacrev_hessian_jvp_and_hooks():
 
 
 # -- the recorded path (fgraph/func/_recorded.py) -----------------------------------------------------------
+@pytest.mark.eager_dispatch
 def test_vmap_runs_one_cached_program_per_structure_and_its_python_every_call():
     _ = fg.manual_seed(0)
     model = nn.Sequential(nn.Linear(5, 8), nn.ReLU(), nn.Linear(8, 3)).double()

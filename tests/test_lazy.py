@@ -42,6 +42,7 @@ def _close(a, b, tol=1e-12):
     np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
 
 
+@pytest.mark.eager_dispatch
 def test_mlp_adam_steplr_loop_equals_eager():
     fg.lazy.reset_stats()
     eager_losses, eager_params, eager_opt = _train(False)
@@ -136,6 +137,7 @@ def test_hooks_and_create_graph_inside():
         _close(a, b)
 
 
+@pytest.mark.eager_dispatch
 def test_nothing_lazy_left_after_the_block():
     model = nn.Linear(4, 2).double()
     opt = fg.optim.SGD(model.parameters(), lr=0.1)
@@ -153,6 +155,7 @@ def test_nothing_lazy_left_after_the_block():
     _close(model(x).numpy(), x.numpy() @ model.weight.numpy().T + model.bias.numpy())
 
 
+@pytest.mark.eager_dispatch
 def test_error_inside_the_block_names_the_op_and_keeps_earlier_values():
     a = fg.tensor(np.ones((2, 3)))
     with pytest.raises(fg.OpError, match="matmul"):
@@ -176,6 +179,7 @@ def test_lazy_as_decorator_and_traced_code_inside():
     assert isinstance(LazyArray, type)
 
 
+@pytest.mark.eager_dispatch
 def test_compile_mode_lazy_equals_eager():
     def step(w, x):
         return ((x @ w).relu() ** 2).sum().backward()[w]

@@ -64,6 +64,7 @@ def _jax_grads(which: str, shared: bool) -> list:
 CASES = [(which, shared) for shared in (True, False) for which in ("x", "w", "xw", "wx", "h", "hx")]
 
 
+@pytest.mark.eager_dispatch
 def test_passes_that_differ_in_inputs_pruning_or_sharing_each_get_their_own_program(foreground_fusion):
     """Interleaved, every case runs fused from its second pass; a key that confused two of them would
     run one's program on the other's values and give the wrong gradients (or the wrong count)."""
@@ -75,6 +76,7 @@ def test_passes_that_differ_in_inputs_pruning_or_sharing_each_get_their_own_prog
     assert fusion.stats()["fused_runs"] >= 2 * len(CASES)
 
 
+@pytest.mark.eager_dispatch
 def test_a_compiled_structure_runs_without_dependencies_or_exec_info(foreground_fusion, monkeypatch):
     """Once a structure is compiled its passes skip the engine's two walks; the traced body still gets
     them (from the plan), and the gradients match jax.grad."""

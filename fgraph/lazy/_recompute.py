@@ -18,7 +18,7 @@ import jax
 
 __all__ = ["Recompute"]
 
-#: (records, live slots, left-out slots, donated) -> (needed records, frontier slots, needed externals), or None.
+#: (program key, left-out slots) -> (needed records, frontier slots, needed externals), or None.
 _PLANS: "collections.OrderedDict[tuple, Optional[tuple]]" = collections.OrderedDict()
 MAX_PLANS = 256
 
@@ -32,14 +32,15 @@ class Recompute:
         self.records, self.needed, self.frontier, self.externals, self.refs = records, needed, frontier, externals, refs
 
     @classmethod
-    def plan(cls, records: tuple, live: list, alive: list, left: dict, donated: tuple,
-             externals: list) -> Optional["Recompute"]:
-        """The recompute of the ``left`` slots (``{slot: weakref}``) of a trace whose program writes out ``live``
-        (placeholders ``alive``) and donates the externals ``donated``; ``None`` when it would need a donated one."""
-        key = (records, tuple(live), tuple(left), donated)
-        found = _PLANS.get(key, False)
+    def plan(cls, key: tuple, alive: list, left: dict, externals: list) -> Optional["Recompute"]:
+        """The recompute of the ``left`` slots (``{slot: weakref}``) of the trace ``key`` (a ``ProgramKey``: its
+        records, live slots -- placeholders ``alive`` -- and donated externals); ``None`` when it would need a
+        donated input."""
+        records, _, live, donated = key
+        plan_key = (key, tuple(left))
+        found = _PLANS.get(plan_key, False)
         if found is False:
-            found = _PLANS[key] = _plan(records, live, list(left), set(donated))
+            found = _PLANS[plan_key] = _plan(records, live, list(left), set(donated))
             if len(_PLANS) > MAX_PLANS:
                 _PLANS.popitem(last=False)
         if found is None:

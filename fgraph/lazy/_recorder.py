@@ -21,6 +21,7 @@ from typing import Any, Callable, Optional
 import jax
 import jax.numpy as jnp
 
+from fgraph._numbers import _at_top_level
 from fgraph.lazy._array import LazyArray
 from fgraph.lazy._recompute import Recompute
 from fgraph.lazy._state import LAZY
@@ -125,6 +126,19 @@ class _Flat:
 
     def __call__(self, *leaves: Any) -> Any:
         return self.kernel(*self.treedef.unflatten(leaves))
+
+
+class ProgramKey(tuple):
+    """A trace's key ``(records, external signatures, live slots, donated externals)``, hashed once: a flush
+    looks it up in several caches, and hashing a few hundred records costs ~10 µs each time."""
+
+    def __new__(cls, parts: tuple) -> "ProgramKey":
+        key = tuple.__new__(cls, parts)
+        key._hash = tuple.__hash__(key)
+        return key
+
+    def __hash__(self) -> int:
+        return self._hash
 
 
 class Recorder:
@@ -277,13 +291,14 @@ class Recorder:
         if not records:
             return None
         alive, live, left = self._outputs(leave_out)
-        records, donated = tuple(records), tuple(self.donated)
+        records, ext_kids, donated = tuple(records), tuple(self.ext_kids), tuple(self.donated)
+        key = ProgramKey((records, ext_kids, tuple(live), donated))
         recompute = None
         if left:
-            recompute = Recompute.plan(records, live, alive, left, donated, self.externals)
+            recompute = Recompute.plan(key, alive, left, self.externals)
             if recompute is None:  # rebuilding them would need a donated input: they stay outputs
                 alive, live, left = self._outputs(None)
-        key = (records, tuple(self.ext_kids), tuple(live), donated)
+                key = ProgramKey((records, ext_kids, tuple(live), donated))
         externals = self.externals
         if recompute is not None:
             STATS["left_out"] += len(left)
@@ -299,7 +314,14 @@ def run(program: Callable, alive: list, externals: list) -> None:
     """Run ``program`` (a replay of a taken trace) on ``externals``; fill the ``alive`` placeholders."""
     token = LAZY.set(None)
     try:
-        values = program(*externals)
+        # A flush can be reached while a JAX trace is active (a user's jax.jit over code that reads an earlier
+        # eager value): its kernels would be staged into that trace and fill the placeholders with its tracers.
+        # The trace's inputs are concrete, so it runs now, outside the user's program.
+        if _at_top_level():
+            values = program(*externals)
+        else:
+            with jax.ensure_compile_time_eval():
+                values = program(*externals)
     except BaseException:
         for o in alive:
             o._rec = None
