@@ -354,3 +354,10 @@ def test_a_pending_value_run_while_a_users_jit_traces_stays_concrete(deferred):
     traced = jax.jit(program)(a)
     np.testing.assert_array_equal(np.asarray(traced), np.asarray(eager))
     assert not isinstance(fg.lazy.concrete(eager), jax.core.Tracer)
+
+
+def test_a_pending_tensor_exports_through_dlpack(deferred):
+    t = fg.tensor([1.0, 2.0]) * 3
+    assert is_lazy(t.array)
+    np.testing.assert_array_equal(np.from_dlpack(t), [3.0, 6.0])  # Tensor.__dlpack__ reaches the placeholder's
+    np.testing.assert_array_equal(np.from_dlpack(fg.tensor([1.0]) + 1), [2.0])

@@ -48,7 +48,15 @@ def _train(model, opt, batches) -> list:
     return losses
 
 
-def test_state_dicts_round_trip_and_training_resumes_exactly(tmp_path):
+@pytest.fixture(params=["eager", "deferred"])
+def dispatch(request):
+    """Op by op, and under deferred dispatch (the state saved is then pending when save reads it)."""
+    fg.lazy.set_deferred(request.param == "deferred")
+    yield request.param
+    fg.lazy.set_deferred(False)
+
+
+def test_state_dicts_round_trip_and_training_resumes_exactly(tmp_path, dispatch):
     batches = _batches(5)
     model = _mlp(0)
     opt = fg.optim.Adam(model.parameters(), lr=1e-2)

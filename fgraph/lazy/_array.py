@@ -78,6 +78,12 @@ class LazyArray:
         arr = np.asarray(self.value())
         return arr if dtype is None else arr.astype(dtype)
 
+    def __dlpack__(self, **kwargs: Any) -> Any:  # dunder names are looked up on the class: not via __getattr__
+        return self.value().__dlpack__(**kwargs)
+
+    def __dlpack_device__(self) -> tuple:
+        return self.value().__dlpack_device__()
+
     def __getattr__(self, name: str) -> Any:
         # Only reached for names not defined here (astype, sharding, devices, ...): materialize and delegate.
         if name.startswith("__"):

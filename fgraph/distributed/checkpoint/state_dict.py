@@ -28,6 +28,7 @@ from typing import Any, Sequence, Union
 import jax
 from jax.sharding import NamedSharding, PartitionSpec
 
+from fgraph.lazy._array import concrete
 from fgraph.nn.parameter import current
 from fgraph.tensor import Tensor, _wrap
 
@@ -148,7 +149,7 @@ def _initial_states(opt: Any, group: dict, params: list) -> list[dict]:
             out.append({k: v for k, v in state.items() if v is not None})
         return out
 
-    arrays = [p.array for p in params]
+    arrays = [concrete(p.array) for p in params]
     shapes = jax.eval_shape(make, arrays)
     shardings = [a.sharding for a in arrays]
     if all(isinstance(s, NamedSharding) for s in shardings):  # moments like the parameter, scalars replicated
