@@ -12,7 +12,9 @@ its first flush compiles. Here a trace of a structure not yet seen runs *one ker
 (each op's kernel is already compiled: the cost is eager's), and its structure compiles once those
 runs have cost :data:`fgraph.autograd._compile_rent.RENT` times the expected compile (the rent
 rule of fusion, ``_compile_rent.py``): a training loop's step settles into one program, a cell
-edited every few runs never waits for a compile.
+edited every few runs never waits for a compile. The compile runs on fusion's background worker
+(``_background.py``; in the foreground under ``fusion.set_background(False)``) while the trace keeps
+running kernel by kernel.
 
 A backward pass first runs the pending forward trace, then runs eagerly (fusion's programs serve
 it as in eager mode), except once the structure of forward and backward together recurs and has
@@ -38,6 +40,7 @@ import time
 from typing import Any, Optional
 
 from fgraph._numbers import _at_top_level
+from fgraph.lazy import _background
 from fgraph.lazy._recorder import STATS, Recorder, _jit_quick_replay, _jit_replay, _PROGRAMS, array_type, \
     cached_program, replay_one_by_one, run
 from fgraph.lazy._state import LAZY
@@ -84,15 +87,26 @@ class DeferredRecorder(Recorder):
             return
         key, alive, externals, quick = taken
         compile_now, self.compile_next = self.compile_next, False
-        if key not in _PROGRAMS and not compile_now:
-            entry = _sighting(key)
-            if not _due(entry, len(key[0])):
+        if _background.ready:
+            _background.install_ready()
+        if key not in _PROGRAMS:
+            if key in _background.compiling:  # its program is compiling on fusion's worker: one kernel at a time
                 STATS["one_by_one"] += 1
-                start = time.perf_counter()
                 run(replay_one_by_one(key), alive, externals)
-                entry[1] += time.perf_counter() - start
                 return
-            _SEEN.pop(key, None)
+            if not compile_now:
+                entry = _sighting(key)
+                if not _due(entry, len(key[0])):
+                    STATS["one_by_one"] += 1
+                    start = time.perf_counter()
+                    run(replay_one_by_one(key), alive, externals)
+                    entry[1] += time.perf_counter() - start
+                    return
+                _SEEN.pop(key, None)
+            if _background.submit(key, quick, externals):
+                STATS["one_by_one"] += 1
+                run(replay_one_by_one(key), alive, externals)
+                return
         run(cached_program(key, _jit_quick_replay if quick else _jit_replay), alive, externals)
 
     # -- backward passes (the engine calls these) -------------------------------------------------

@@ -343,15 +343,21 @@ def cached_program(key: tuple, make: Callable[[tuple], Callable]) -> Callable:
     """The compiled program cached under ``key``, made by ``make(key)`` on a miss (bounded LRU, counted)."""
     program = _PROGRAMS.get(key)
     if program is None:
-        STATS["traces"] += 1
-        program = _PROGRAMS[key] = make(key)
-        if len(_PROGRAMS) > MAX_PROGRAMS:
-            _PROGRAMS.popitem(last=False)
-            STATS["evicted"] += 1
+        program = make(key)
+        install(key, program)
     else:
         STATS["hits"] += 1
         _PROGRAMS.move_to_end(key)
     return program
+
+
+def install(key: tuple, program: Callable) -> None:
+    """Cache ``program`` (a jitted replay) under ``key`` (counted as a trace; the LRU's oldest goes past the bound)."""
+    STATS["traces"] += 1
+    _PROGRAMS[key] = program
+    if len(_PROGRAMS) > MAX_PROGRAMS:
+        _PROGRAMS.popitem(last=False)
+        STATS["evicted"] += 1
 
 
 def _jit_replay(key: tuple) -> Callable:
