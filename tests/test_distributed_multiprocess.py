@@ -237,10 +237,15 @@ def _losses(output: str) -> list[float]:
     return json.loads(line[len("RESULT "):])["losses"]
 
 
-def test_two_processes_train_like_one_process_with_four_devices():
+@pytest.mark.parametrize("deferred", ["0", "1"], ids=["eager", "deferred"])
+def test_two_processes_train_like_one_process_with_four_devices(deferred):
+    # Under deferred dispatch the DataLoader's batches are pending when shard_batch reads them (it took a
+    # pending local batch for a global one).
     port = str(_free_port())
     torchrun = {"MASTER_ADDR": "localhost", "MASTER_PORT": port, "WORLD_SIZE": "2", "RANK": "1"}
-    results = _run_together([(["reference", "0"], {}), (["0", port], {}), (["1", "-"], torchrun)], timeout=180)
+    mode = {"FGRAPH_DEFERRED": deferred}
+    results = _run_together([(["reference", "0"], mode), (["0", port], mode), (["1", "-"], dict(torchrun, **mode))],
+                            timeout=180)
     report = "\n".join(f"--- {name} (exit {code}) ---\n{out[-4000:]}"
                        for name, (code, out) in zip(["reference", "rank 0", "rank 1"], results))
     assert all(code == 0 for code, _ in results), report

@@ -20,6 +20,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from fgraph.lazy._array import concrete
 from fgraph.tensor import Tensor
 
 __all__ = ["mesh", "replicate", "shard_batch", "place", "put_array"]
@@ -58,6 +59,7 @@ def put_array(array: Any, sharding: jax.sharding.Sharding) -> Any:
         >>> put_array(np.ones((2, 3), np.float32), on_all).sharding.is_fully_replicated
         True
     """
+    array = concrete(array)  # a value deferred dispatch holds pending runs now
     if isinstance(array, jax.core.Tracer):
         return array
     if not isinstance(array, jax.Array):
@@ -167,7 +169,7 @@ def shard_batch(tensor: Any, mesh: Mesh, axis: Union[int, str] = 0, mesh_axis: O
     spec[axis] = names[0] if len(names) == 1 else names
     sharding = NamedSharding(mesh, PartitionSpec(*spec))
     parts = math.prod(mesh.shape[n] for n in names)
-    array = tensor.array
+    array = concrete(tensor.array)
     from_local = (local and not sharding.is_fully_addressable and not isinstance(array, jax.core.Tracer)
                   and isinstance(array, jax.Array) and array.is_fully_addressable)
     if from_local:

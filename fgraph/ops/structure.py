@@ -36,6 +36,7 @@ import numpy as np
 
 from fgraph._dtypes import canonical_dtype, default_float_dtype
 from fgraph.errors import OpError
+from fgraph.lazy._array import concrete
 from fgraph.ops._declare import apply_op, apply_unary, declare
 from fgraph.ops._index_checks import bool_mask, check_tensor, is_traced
 from fgraph.ops._variants import node_variant
@@ -372,7 +373,7 @@ def cpu(self: Tensor, memory_format: Any = None) -> Tensor:
     """
     from fgraph._methods import _to_device
 
-    data = self.array
+    data = concrete(self.array)  # a pending value (deferred dispatch) runs first: it may not be on the CPU
     if isinstance(data, jax.core.Tracer) or not isinstance(data, jax.Array):
         return self
     if all(d.platform == "cpu" for d in data.devices()):
