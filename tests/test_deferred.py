@@ -371,3 +371,38 @@ def test_a_pending_tensor_exports_through_dlpack(deferred):
     assert is_lazy(t.array)
     np.testing.assert_array_equal(np.from_dlpack(t), [3.0, 6.0])  # Tensor.__dlpack__ reaches the placeholder's
     np.testing.assert_array_equal(np.from_dlpack(fg.tensor([1.0]) + 1), [2.0])
+
+
+@pytest.mark.parametrize("rent", [0.0], indirect=True)
+def test_a_recurring_step_pays_its_rent_eagerly_then_records_and_compiles(deferred, rent):
+    # Recording a trace that runs kernel by kernel buys nothing until it compiles: once a step's trace has recurred
+    # without its rent being due, its steps run as eager ones (nothing pending, nothing recorded) and pay that rent;
+    # when it is due, recording resumes and the trace compiles.
+    fg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(5, 7), nn.Tanh(), nn.Linear(7, 1)).double()  # shapes no other test compiled
+    params = list(model.parameters())
+    x = fg.randn(13, 5, dtype=fg.float64)
+
+    def step():
+        loss = (model(x) ** 2).mean()
+        return fg.autograd.grad(loss, params)
+
+    _deferred.set_rent(1e9)  # never due
+    for _ in range(3):  # recorded: the trace (after the first, which also made x) is seen twice, its rent not due
+        step()
+    observed = fg.lazy.stats()["observed"]
+    loss = (model(x) ** 2).mean()
+    assert fg.lazy.pending() == 0 and fg.lazy.stats()["observed"] > observed
+    grads = fg.autograd.grad(loss, params)
+    fg.lazy.set_deferred(False)
+    for g, e in zip(grads, step()):
+        _close(g.numpy(), e.numpy())
+    fg.lazy.set_deferred(True)
+    _deferred.set_rent(0.0)  # due at the next pass: recording resumes after it
+    step()
+    (model(x) ** 2).mean()
+    assert fg.lazy.pending() > 0
+    for _ in range(4):
+        step()
+        fg.autograd.fusion.wait_for_compiles()
+    assert fg.lazy.stats()["hits"] >= 1

@@ -10,6 +10,10 @@ import pytest
 import fgraph as fg
 from fgraph.autograd import fusion
 
+# Fusion's own compile machinery (its stats, its cache, when a pass runs fused): checked with op-by-op dispatch;
+# under FGRAPH_DEFERRED=1 a recurring step's passes are recorded into its program instead.
+pytestmark = pytest.mark.eager_dispatch
+
 
 @pytest.fixture
 def fresh_fusion():

@@ -125,7 +125,7 @@ class lazy:
     @staticmethod
     def stats() -> dict:
         """A copy of the counters: records, flushes, traces, hits, signatures, bypassed, evicted; deferred
-        dispatch's one_by_one, steps_recorded, left_out and recomputed."""
+        dispatch's one_by_one, observed, steps_recorded, left_out and recomputed."""
         return dict(STATS)
 
     @staticmethod

@@ -12,7 +12,9 @@ its first flush compiles. Here a trace of a structure not yet seen runs *one ker
 (each op's kernel is already compiled: the cost is eager's), and its structure compiles once those
 runs have cost :data:`fgraph.autograd._compile_rent.RENT` times the expected compile (the rent
 rule of fusion, ``_compile_rent.py``): a training loop's step settles into one program, a cell
-edited every few runs never waits for a compile. The compile runs on fusion's background worker
+edited every few runs never waits for a compile. Recording buys nothing until then, so a trace that
+has recurred without its rent being due stops being recorded: the steps after it run as eager ones and
+pay the rent (``_observe``), and recording resumes when it is due. The compile runs on fusion's background worker
 (``_background.py``; in the foreground under ``fusion.set_background(False)``) while the trace keeps
 running kernel by kernel.
 
@@ -55,7 +57,7 @@ _STEPS: "collections.OrderedDict[Any, bool]" = collections.OrderedDict()
 #: A trace compiles once seen this many times (and its rent is paid).
 COMPILE_AFTER = 2
 
-for _name in ("one_by_one", "steps_recorded"):
+for _name in ("one_by_one", "steps_recorded", "observed"):
     STATS.setdefault(_name, 0)
 
 
@@ -71,8 +73,13 @@ class DeferredRecorder(Recorder):
         self._reset()
         self.compile_next = False  # the step's rent is paid: compile the trace this flush takes
         self._charging: Optional[list] = None
+        self._pass_key: Any = None  # while an eager pass flushes its trace: the pass's structure
+        self._observing: Optional[list] = None  # [entry, pass structure, records, segment start]: see _observe
 
     def call(self, kernel: Any, args: Any) -> Any:
+        if self._observing is not None:  # a recurring step pays its rent eagerly: nothing to record yet
+            STATS["observed"] += 1
+            return kernel(*args)  # nothing is pending; a placeholder left in a tensor is resolved (__jax_array__)
         if not _at_top_level():  # inside jax.jit / vmap of user code: the op is part of that trace
             return self._bypass(kernel, args)
         array_type()
@@ -101,6 +108,8 @@ class DeferredRecorder(Recorder):
                     start = time.perf_counter()
                     run(replay_one_by_one(key), alive, externals)
                     entry[1] += time.perf_counter() - start
+                    if entry[0] >= COMPILE_AFTER and self._pass_key is not None:
+                        self._observing = [entry, self._pass_key, len(key[0]), None]
                     return
                 _SEEN.pop(key, None)
             if _background.submit(key, quick, externals):
@@ -113,6 +122,8 @@ class DeferredRecorder(Recorder):
     def records_pass(self, found: Any) -> bool:
         """Whether the backward pass of structure ``found`` is recorded onto the pending trace (its step has
         paid its rent and fusion has compiled the pass); if not, the rent of running it eagerly is charged."""
+        if self._observing is not None:
+            return self._observe(found)
         step = (tuple(self.records), tuple(self.ext_kids), found.key)
         if step in _STEPS:
             _STEPS.move_to_end(step)
@@ -125,6 +136,26 @@ class DeferredRecorder(Recorder):
                 _STEPS.popitem(last=False)
             return True
         self._charging = entry
+        self._pass_key = found.key
+        return False
+
+    def _observe(self, found: Any) -> bool:
+        """A pass while observing. The forward before it ran eagerly: its time (and the pass's) is rent paid by
+        the trace that recurred before it. Recording resumes once that rent is due (the trace then compiles at its
+        next sighting) or when the pass has another structure (another step: its trace is recorded to learn it).
+
+        Recording a trace that runs kernel by kernel costs about what its ops' own Python costs, and buys
+        nothing until its program compiles; so once a trace has recurred without its rent being due, the
+        steps that pay that rent run as eager ones do."""
+        entry, pass_key, n_records, start = self._observing
+        if found.key != pass_key:
+            self._observing = None
+            return False
+        if start is not None:
+            entry[1] += time.perf_counter() - start
+        self._charging = entry
+        if _due(entry, n_records):
+            self._observing = None
         return False
 
     def pass_recorded(self, released: Any = None) -> None:
@@ -144,6 +175,7 @@ class DeferredRecorder(Recorder):
         """Before an eager backward pass: flush, switch recording off; returns what :meth:`back` needs."""
         start = time.perf_counter()
         self.flush()
+        self._pass_key = None
         charging, self._charging = self._charging, None
         return LAZY.set(None), charging, start
 
@@ -151,8 +183,11 @@ class DeferredRecorder(Recorder):
         """After the eager pass: recording on again; its time is rent paid by its step."""
         token, charging, start = state
         LAZY.reset(token)
+        now = time.perf_counter()
         if charging is not None:
-            charging[1] += time.perf_counter() - start
+            charging[1] += now - start
+        if self._observing is not None:
+            self._observing[3] = now  # the next forward's eager time starts here
 
 
 def _sighting(key: Any) -> list:
