@@ -74,7 +74,7 @@ class DeferredRecorder(Recorder):
         self.compile_next = False  # the step's rent is paid: compile the trace this flush takes
         self._charging: Optional[list] = None
         self._pass_key: Any = None  # while an eager pass flushes its trace: the pass's structure
-        self._observing: Optional[list] = None  # [entry, pass structure, records, segment start]: see _observe
+        self._observing: Optional[list] = None  # [entry, pass structure, records, segment start, key]: _observe
 
     def call(self, kernel: Any, args: Any) -> Any:
         if self._observing is not None:  # a recurring step pays its rent eagerly: nothing to record yet
@@ -100,6 +100,8 @@ class DeferredRecorder(Recorder):
             if key in _background.compiling:  # its program is compiling on fusion's worker: one kernel at a time
                 STATS["one_by_one"] += 1
                 run(replay_one_by_one(key), alive, externals)
+                if self._pass_key is not None:  # and the steps until it is ready run eagerly
+                    self._observing = [None, self._pass_key, len(key[0]), None, key]
                 return
             if not compile_now:
                 entry = _sighting(key)
@@ -109,7 +111,7 @@ class DeferredRecorder(Recorder):
                     run(replay_one_by_one(key), alive, externals)
                     entry[1] += time.perf_counter() - start
                     if entry[0] >= COMPILE_AFTER and self._pass_key is not None:
-                        self._observing = [entry, self._pass_key, len(key[0]), None]
+                        self._observing = [entry, self._pass_key, len(key[0]), None, key]
                     return
                 _SEEN.pop(key, None)
             if _background.submit(key, quick, externals):
@@ -142,14 +144,21 @@ class DeferredRecorder(Recorder):
     def _observe(self, found: Any) -> bool:
         """A pass while observing. The forward before it ran eagerly: its time (and the pass's) is rent paid by
         the trace that recurred before it. Recording resumes once that rent is due (the trace then compiles at its
-        next sighting) or when the pass has another structure (another step: its trace is recorded to learn it).
+        next sighting), once the trace's program, compiling in the background (``entry`` ``None``), is ready, or
+        when the pass has another structure (another step: its trace is recorded to learn it).
 
         Recording a trace that runs kernel by kernel costs about what its ops' own Python costs, and buys
         nothing until its program compiles; so once a trace has recurred without its rent being due, the
         steps that pay that rent run as eager ones do."""
-        entry, pass_key, n_records, start = self._observing
+        entry, pass_key, n_records, start, key = self._observing
         if found.key != pass_key:
             self._observing = None
+            return False
+        if entry is None:
+            if _background.ready:
+                _background.install_ready()
+            if key in _PROGRAMS or key not in _background.compiling:
+                self._observing = None
             return False
         if start is not None:
             entry[1] += time.perf_counter() - start

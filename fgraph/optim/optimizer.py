@@ -238,9 +238,9 @@ class Optimizer:
             kernel = self._kernels[static] = jax.jit(functools.partial(run_update, type(self).update, static),
                                                      donate_argnums=(4,))
         lazy = LAZY.get()
-        hyper = self._hyper_values(group)
-        if lazy is None:
-            hyper = self._hyper_on_device(group, hyper)
+        # Device arrays kept per number, recorded or not: a deferred step that runs eagerly (paying its rent) then
+        # calls the kernel as its recorded replay does, and jit compiles it once.
+        hyper = self._hyper_on_device(group, self._hyper_values(group))
         states = [_arrays(self.state[p]) if p in self.state else self._first_state(p, group) for _, p, _ in active]
         donated = plan_donation(active, states, self.state, grad_holders) if lazy is None or not lazy.abstract else {}
         grad_arrays = [None if (n, "") in donated else g.array if g.dtype == p.dtype else g.array.astype(p.dtype)
