@@ -94,16 +94,22 @@ def node_by_node():
         fusion.set_enabled(True)
 
 
-# -- memory maps of compiled programs -------------------------------------------------------------------------
-# Every XLA:CPU executable maps ~3 regions of memory, and JAX keeps every program it compiled. One
-# worker of this suite compiles tens of thousands of them: past the kernel's vm.max_map_count (65,530
-# here) the next compile's mmap fails and XLA dies with a segmentation fault. When a worker nears
-# that, drop JAX's compiled programs (recompiled on demand) and fusion's cache. A drop costs ~10 s (freeing
-# ~10,000 executables), but it must come at half the limit: jax.jit's C++ dispatch cache holds 8,192 entries
-# (pjit.make_jit_cpp_cache) and a worker maps ~6 regions per entry (the op tables' reduction family: 621
-# entries, 3,915 maps), so at 3/4 of the limit the cache overflows first and the tests that check "one compile
-# serves every step" (``_cache_size() == 1``) read 0 (14 failures in a CI run, all late on one worker).
-_MAPS_CHECK_EVERY = 20  # tests between two counts of /proc/self/maps (a count of ~50k lines takes ~5 ms)
+# -- compiled programs held by JAX ----------------------------------------------------------------------------
+# JAX keeps every program it compiled, and one worker of this suite compiles tens of thousands. Two costs grow
+# with the number it holds, so a worker drops them (recompiled on demand) together with fusion's cache:
+# - Compile time. Each new compile slows with the programs already held (in MLIR's uniquing of the lowering
+#   contexts and in JAX's caches): 65-70 ms for a small program with few held, 100-120 ms with ~1,500 held
+#   (a loop of jax.jit over new shapes, with and without jax.clear_caches() between). The op tables'
+#   reduction, linalg and sorting families (CI's cases, one process): 299 s dropping only at half the map
+#   limit, 276 s with a drop every ~250 programs, 291 s every ~125 (more recompiles of shared kernels).
+# - Memory maps. Every XLA:CPU executable maps ~3-6 regions; past vm.max_map_count (65,530 here) the next
+#   compile's mmap fails and XLA dies with a segmentation fault. Half the limit is the ceiling, not 3/4:
+#   jax.jit's C++ dispatch cache holds 8,192 entries (pjit.make_jit_cpp_cache) and would overflow first, and
+#   the tests that check "one compile serves every step" (``_cache_size() == 1``) would read 0.
+# So a drop comes when the maps grow _MAPS_WINDOW past what the worker held after its last drop (a drop frees
+# ~2.7 ms of teardown per program, whenever it comes), or at half the limit, whichever is first.
+_MAPS_CHECK_EVERY = 20  # tests between two counts of /proc/self/maps (a count of ~5k lines takes ~1 ms)
+_MAPS_WINDOW = 1536  # ~250 programs
 _tests_since_check = [0]
 
 
@@ -115,7 +121,7 @@ def _map_limits() -> tuple:
         return None, None
 
 
-_MAPS_THRESHOLD, _MAPS_FILE = _map_limits()
+_MAPS_CEILING, _MAPS_FILE = _map_limits()
 
 
 def _count_maps() -> int:
@@ -123,17 +129,22 @@ def _count_maps() -> int:
         return sum(1 for _ in f)
 
 
+_maps_floor = [None if _MAPS_FILE is None else _count_maps()]  # after the worker's imports, or its last drop
+
+
 def pytest_runtest_teardown(item, nextitem) -> None:
     _fusion.set_compile_rent(0)  # whatever a test (or a doctest) set, the next one starts with the suite's rule
-    if _MAPS_THRESHOLD is None:
+    if _MAPS_CEILING is None:
         return
     _tests_since_check[0] += 1
     if _tests_since_check[0] < _MAPS_CHECK_EVERY:
         return
     _tests_since_check[0] = 0
-    if _count_maps() > _MAPS_THRESHOLD:
+    maps = _count_maps()
+    if maps > min(_MAPS_CEILING, _maps_floor[0] + _MAPS_WINDOW):
         from fgraph.autograd import fusion
 
         fusion.wait_for_compiles(60.0)  # never clear under a compile running on fusion's worker
         fusion.clear_cache()
         jax.clear_caches()
+        _maps_floor[0] = _count_maps()
