@@ -1,5 +1,6 @@
-"""Deferred dispatch (``fg.lazy.set_deferred(True)``): eager semantics, ops recorded and run when a value is
-needed; a new trace runs kernel by kernel, a recurring one as one compiled program (the rent rule)."""
+"""Deferred dispatch (fgraph's default; ``fg.lazy.set_deferred``): eager semantics, ops recorded and run when a
+value is needed; a new trace runs kernel by kernel, a recurring one as one compiled program (the rent rule).
+References called "eager" here dispatch op by op (``fg.lazy.op_by_op()`` or ``set_deferred(False)``)."""
 import os
 import subprocess
 import sys
@@ -61,7 +62,8 @@ def _train(steps=6, batch=None):
 
 @pytest.mark.parametrize("rent", [0.0], indirect=True)
 def test_training_loop_equals_eager_and_settles_into_one_program_per_step(rent):
-    eager_losses, eager_params = _train()
+    with fg.lazy.op_by_op():
+        eager_losses, eager_params = _train()
     fg.lazy.reset_stats()
     fg.lazy.set_deferred(True)
     try:
@@ -257,16 +259,34 @@ def test_cannot_be_turned_on_inside_a_lazy_block():
             fg.lazy.set_deferred(True)
 
 
-def test_the_environment_switch_turns_it_on_at_import_without_starting_jax():
+@pytest.mark.parametrize("setting", [None, "1", "0", "off"])
+def test_it_is_on_at_import_without_starting_jax_unless_the_environment_turns_it_off(setting):
+    on = setting not in ("0", "off")
     script = ("import fgraph as fg\n"
               "from jax._src import xla_bridge\n"
-              "assert fg.lazy.is_deferred() and not xla_bridge._backends  # fg.distributed.initialize may still run\n"
+              f"assert fg.lazy.is_deferred() is {on} and not xla_bridge._backends  # fg.distributed.initialize may run\n"
               "y = (fg.tensor([1.0, 2.0]) * 3).sum()\n"
-              "assert fg.lazy.pending() == 2 and y.item() == 9.0\n"
+              f"assert fg.lazy.pending() == {2 if on else 0} and y.item() == 9.0\n"
               "print('ok')\n")
-    env = dict(os.environ, FGRAPH_DEFERRED="1")
+    env = {k: v for k, v in os.environ.items() if k != "FGRAPH_DEFERRED"}
+    if setting is not None:
+        env["FGRAPH_DEFERRED"] = setting
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
+
+
+def test_op_by_op_dispatches_each_op_inside_and_defers_again_after(deferred):
+    pending = fg.tensor([1.0, 2.0]) * 2
+    assert is_lazy(pending.array)
+    with fg.lazy.op_by_op():
+        assert not is_lazy(pending.array) and fg.lazy.pending() == 0  # what was pending ran on entry
+        inside = fg.exp(pending)
+        assert isinstance(inside.array, jax.Array) and not fg.lazy.is_deferred()
+    assert fg.lazy.is_deferred() and is_lazy((inside * 2).array)
+    fg.lazy.set_deferred(False)
+    with fg.lazy.op_by_op():  # without deferred dispatch: nothing changes
+        assert isinstance((inside * 2).array, jax.Array)
+    assert not fg.lazy.is_deferred()
 
 
 def _adam_loop(steps, read_moments=True):

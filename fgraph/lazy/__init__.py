@@ -95,16 +95,18 @@ class lazy:
     @staticmethod
     def set_deferred(enabled: bool) -> None:
         """Deferred dispatch in this thread: eager ops record and run when a value is needed, a trace
-        that keeps recurring as one compiled program (see ``fgraph/lazy/_deferred.py``). ``False`` runs what
-        is pending and dispatches op by op again. ``FGRAPH_DEFERRED=1`` turns it on at import.
+        that keeps recurring as one compiled program (see ``docs/lazy.md``). It is on by default in the
+        thread that imports fgraph (``FGRAPH_DEFERRED=0`` in the environment turns it off at import);
+        ``False`` runs what is pending and dispatches op by op again.
 
         Example:
             >>> import fgraph as fg
+            >>> before = fg.lazy.is_deferred()
             >>> fg.lazy.set_deferred(True)
             >>> y = fg.tensor([1.0, 2.0]).exp().sum()
             >>> fg.lazy.is_deferred(), round(y.item(), 3)
             (True, 10.107)
-            >>> fg.lazy.set_deferred(False)
+            >>> fg.lazy.set_deferred(before)
         """
         if enabled:
             _deferred.enable()
@@ -115,6 +117,23 @@ class lazy:
     def is_deferred() -> bool:
         """Whether this thread's eager ops are deferred (:meth:`set_deferred`)."""
         return _deferred.is_enabled()
+
+    @staticmethod
+    def op_by_op() -> "_deferred.eager_section":
+        """Context manager: run what deferred dispatch holds, then dispatch op by op inside the block.
+
+        For code that wants every ``t.array`` concrete as soon as the op returns (a check
+        ``isinstance(t.array, jax.Array)``, timing one op); outside deferred dispatch it changes nothing.
+
+        Example:
+            >>> import jax
+            >>> import fgraph as fg
+            >>> with fg.lazy.op_by_op():
+            ...     y = fg.tensor([1.0, 2.0]).exp()
+            ...     isinstance(y.array, jax.Array)
+            True
+        """
+        return _deferred.eager_section()
 
     @staticmethod
     def pending() -> int:

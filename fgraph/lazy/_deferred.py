@@ -26,6 +26,7 @@ flushes at the pass's end, so a training step (update, forward, backward) is one
 Example:
     >>> import fgraph as fg
     >>> from fgraph.lazy import _deferred
+    >>> before = _deferred.is_enabled()    # on by default in the thread that imported fgraph
     >>> _deferred.enable()
     >>> x = fg.tensor([1.0, 2.0], requires_grad=True)
     >>> y = (x * x).sum()          # recorded, not run
@@ -33,7 +34,7 @@ Example:
     True
     >>> y.item()                   # a host read runs the trace
     5.0
-    >>> _deferred.disable()
+    >>> _deferred.enable() if before else _deferred.disable()
 """
 from __future__ import annotations
 
