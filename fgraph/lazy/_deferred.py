@@ -26,7 +26,7 @@ flushes at the pass's end, so a training step (update, forward, backward) is one
 Example:
     >>> import fgraph as fg
     >>> from fgraph.lazy import _deferred
-    >>> before = _deferred.is_enabled()    # on by default in the thread that imported fgraph
+    >>> before = _deferred.is_enabled()    # off unless FGRAPH_DEFERRED=1
     >>> _deferred.enable()
     >>> x = fg.tensor([1.0, 2.0], requires_grad=True)
     >>> y = (x * x).sum()          # recorded, not run
