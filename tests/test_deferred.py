@@ -18,6 +18,7 @@ from fgraph import nn
 from fgraph.autograd import _compile_rent
 from fgraph.lazy import _deferred, is_lazy
 from fgraph.lazy._recorder import Recorder, _jit_replay, cached_program, run
+from fgraph.lazy._state import LAZY
 
 
 @pytest.fixture
@@ -426,3 +427,56 @@ def test_a_recurring_step_pays_its_rent_eagerly_then_records_and_compiles(deferr
         step()
         fg.autograd.fusion.wait_for_compiles()
     assert fg.lazy.stats()["hits"] >= 1
+
+
+class _PassClock:
+    """A fake clock for deferred dispatch's race: each pass of a raced step takes ``recorded`` or ``eager``
+    seconds, by the way the step runs (so the verdict does not depend on this machine's timings)."""
+
+    def __init__(self, recorded, eager):
+        self.recorded, self.eager, self.now = recorded, eager, 0.0
+
+    def __call__(self):
+        eagerly = LAZY.get()._observing is not None
+        self.now += self.eager if eagerly else self.recorded
+        return self.now
+
+
+@pytest.mark.parametrize("rent", [0.0], indirect=True)
+@pytest.mark.parametrize("faster", ["eager", "recorded", "neither"])
+def test_a_recorded_step_races_its_eager_self_and_keeps_the_faster_way(deferred, rent, faster, monkeypatch):
+    # Recording pays where Python is the bottleneck; where compute is, eager dispatch overlaps each kernel with the
+    # next op's Python and a recorded step cannot. After a few timed steps each way, the faster way stays (eager
+    # must win by the margin: with equal times the step stays recorded).
+    monkeypatch.setattr(_deferred, "_STEPS", type(_deferred._STEPS)())  # no verdict from another test's step
+    times = {"eager": (2.0, 1.0), "recorded": (1.0, 2.0), "neither": (1.0, 1.0)}[faster]
+    monkeypatch.setattr(_deferred, "_clock", _PassClock(*times))
+    race = _deferred._Race
+    settle = 3 + race.WARMUP + race.SAMPLES + race.SAMPLES + 3  # sightings, both ways' samples, the switches
+
+    def train():
+        fg.manual_seed(0)
+        model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2)).double()
+        opt = fg.optim.Adam(model.parameters(), lr=0.05)
+        x = fg.randn(6, 4, dtype=fg.float64)
+        losses, counts = [], []
+        for _ in range(settle + 6):
+            loss = (model(x) ** 2).mean()
+            opt.step(loss.backward())
+            fg.autograd.fusion.wait_for_compiles()
+            losses.append(loss)
+            counts.append(dict(fg.lazy.stats()))
+        return [l.item() for l in losses], counts
+
+    losses, counts = train()
+    verdict = "eager" if faster == "eager" else "recorded"
+    decided, last = counts[settle - 1], counts[-1]
+    assert (decided["races_eager"], decided["races_recorded"]) == ((1, 0) if verdict == "eager" else (0, 1))
+    assert (last["races_eager"], last["races_recorded"]) == (decided["races_eager"], decided["races_recorded"])
+    recorded = last["steps_recorded"] - decided["steps_recorded"]
+    if verdict == "eager":  # the steps after the verdict run as eager ones: nothing recorded, their ops observed
+        assert recorded == 0 and last["observed"] > decided["observed"]
+    else:
+        assert recorded == 6 and last["observed"] == decided["observed"]
+    fg.lazy.set_deferred(False)
+    _close(losses, train()[0])

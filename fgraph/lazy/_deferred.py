@@ -23,6 +23,11 @@ it as in eager mode), except once the structure of forward and backward together
 paid its rent: then the pass is recorded too (one call of ``fused_lazy``'s kernel) and the trace
 flushes at the pass's end, so a training step (update, forward, backward) is one program.
 
+A recorded step is then raced against itself run eagerly (:class:`_Race`): a few steps each way,
+timed from one pass to the next, and the faster way is kept. Recording wins where Python is the
+bottleneck (many small ops); where compute is (a few large matmuls), eager dispatch overlaps each
+kernel with the Python of the next, which a recorded step, run only once its pass ends, cannot.
+
 Example:
     >>> import fgraph as fg
     >>> from fgraph.lazy import _deferred
@@ -53,13 +58,50 @@ __all__ = ["DeferredRecorder", "enable", "disable", "is_enabled", "eager_section
 #: Structures a trace or a step was seen with and has not compiled for: key -> [sightings, seconds paid].
 _SEEN: "collections.OrderedDict[Any, list]" = collections.OrderedDict()
 MAX_SEEN = 256
-#: Steps (pending forward trace, backward structure) whose rent is paid: record their backward too.
-_STEPS: "collections.OrderedDict[Any, bool]" = collections.OrderedDict()
+#: Steps (pending forward trace, backward structure) whose rent is paid, each with its race (recorded or eager).
+_STEPS: "collections.OrderedDict[Any, _Race]" = collections.OrderedDict()
 #: A trace compiles once seen this many times (and its rent is paid).
 COMPILE_AFTER = 2
 
-for _name in ("one_by_one", "steps_recorded", "observed"):
+for _name in ("one_by_one", "steps_recorded", "observed", "races_recorded", "races_eager"):
     STATS.setdefault(_name, 0)
+
+
+class _Race:
+    """A recorded step timed against the same step run eagerly; ``verdict`` is the way it runs from then on.
+
+    Each way is timed over :attr:`SAMPLES` consecutive steps, from the start of one backward pass to the
+    start of the next (the whole loop: forward, pass, optimizer, the caller's reads), after
+    :attr:`WARMUP` steps that settle it. Eager must be :attr:`MARGIN` faster to win: recording is the
+    way with less Python, which counts for more on a faster device.
+    """
+
+    __slots__ = ("recorded", "eager", "verdict", "skip")
+    SAMPLES = 5
+    WARMUP = 2
+    MARGIN = 0.05
+
+    def __init__(self) -> None:
+        self.recorded: list = []
+        self.eager: list = []
+        self.verdict: Optional[str] = None  # "recorded" or "eager" once decided
+        self.skip = self.WARMUP  # steps left before the recorded samples count
+
+    def wants_eager_trial(self) -> bool:
+        return self.verdict is None and len(self.recorded) >= self.SAMPLES
+
+    def decide(self) -> str:
+        """Called once both ways have their samples."""
+        recorded, eager = sorted(self.recorded), sorted(self.eager)
+        faster = eager[len(eager) // 2] < (1 - self.MARGIN) * recorded[len(recorded) // 2]
+        self.verdict = "eager" if faster else "recorded"
+        STATS["races_eager" if faster else "races_recorded"] += 1
+        self.recorded, self.eager = [], []
+        return self.verdict
+
+
+def _clock() -> float:
+    return time.perf_counter()
 
 
 class DeferredRecorder(Recorder):
@@ -76,6 +118,9 @@ class DeferredRecorder(Recorder):
         self._charging: Optional[list] = None
         self._pass_key: Any = None  # while an eager pass flushes its trace: the pass's structure
         self._observing: Optional[list] = None  # [entry, pass structure, records, segment start, key]: _observe
+        self._last_pass: tuple = (None, None, 0.0)  # (race, way, start) of the last raced pass: periods are sampled
+        self._program_ran = False  # whether the last flush ran a compiled program
+        self._trial: Optional[list] = None  # a race's eager trial, to start once the current pass has ended
 
     def call(self, kernel: Any, args: Any) -> Any:
         if self._observing is not None:  # a recurring step pays its rent eagerly: nothing to record yet
@@ -94,6 +139,7 @@ class DeferredRecorder(Recorder):
         if taken is None:
             return
         key, alive, externals, quick = taken
+        self._program_ran = False
         compile_now, self.compile_next = self.compile_next, False
         if _background.ready:
             _background.install_ready()
@@ -120,6 +166,7 @@ class DeferredRecorder(Recorder):
                 run(replay_one_by_one(key), alive, externals)
                 return
         run(cached_program(key, _jit_quick_replay if quick else _jit_replay), alive, externals)
+        self._program_ran = True
 
     # -- backward passes (the engine calls these) -------------------------------------------------
     def records_pass(self, found: Any) -> bool:
@@ -128,19 +175,51 @@ class DeferredRecorder(Recorder):
         if self._observing is not None:
             return self._observe(found)
         step = (tuple(self.records), tuple(self.ext_kids), found.key)
-        if step in _STEPS:
+        race = _STEPS.get(step)
+        if race is not None:
             _STEPS.move_to_end(step)
-            return True
+            return self._run_raced(race, found)
         entry = _sighting(step)
         if _due(entry, len(self.records) + len(found.order)) and _fusion_ready(found.key):
             _SEEN.pop(step, None)
-            _STEPS[step] = True
+            race = _STEPS[step] = _Race()
             if len(_STEPS) > MAX_SEEN:
                 _STEPS.popitem(last=False)
-            return True
+            return self._run_raced(race, found)
         self._charging = entry
         self._pass_key = found.key
         return False
+
+    def _run_raced(self, race: _Race, found: Any) -> bool:
+        """Whether this pass of a step whose rent is paid is recorded (see :class:`_Race`)."""
+        if race.verdict == "eager":
+            self._observing = [race, found.key, 0, None, None]
+            return False
+        now = _clock()
+        last_race, way, start = self._last_pass
+        self._last_pass = (race, "recorded", now)
+        if race.verdict is None and last_race is race and way == "recorded":
+            if not self._program_ran:  # the step ran kernel by kernel (its program is compiling): not timed yet
+                race.skip = race.WARMUP
+            elif race.skip:
+                race.skip -= 1
+            else:
+                race.recorded.append(now - start)
+            if race.wants_eager_trial():  # this step is recorded already: the trial starts after its pass
+                self._trial = [race, found.key, 0, None, None]
+        return True
+
+    def _race_eagerly(self, race: _Race) -> None:
+        """A pass of a raced step that runs eagerly (its trial, or its verdict)."""
+        if race.verdict is not None:
+            return
+        now = _clock()
+        last_race, way, start = self._last_pass
+        self._last_pass = (race, "eager", now)
+        if last_race is race and way == "eager":
+            race.eager.append(now - start)
+            if len(race.eager) >= race.SAMPLES and race.decide() == "recorded":
+                self._observing = None  # the next step is recorded again
 
     def _observe(self, found: Any) -> bool:
         """A pass while observing. The forward before it ran eagerly: its time (and the pass's) is rent paid by
@@ -154,6 +233,9 @@ class DeferredRecorder(Recorder):
         entry, pass_key, n_records, start, key = self._observing
         if found.key != pass_key:
             self._observing = None
+            return False
+        if type(entry) is _Race:
+            self._race_eagerly(entry)
             return False
         if entry is None:
             if _background.ready:
@@ -180,6 +262,11 @@ class DeferredRecorder(Recorder):
 
             leave_out = saved_only(released.order, self, released.arrays)
         self.flush(leave_out)
+        self._start_trial()
+
+    def _start_trial(self) -> None:
+        if self._trial is not None:
+            self._observing, self._trial = self._trial, None
 
     def go_eager(self) -> tuple:
         """Before an eager backward pass: flush, switch recording off; returns what :meth:`back` needs."""
@@ -196,6 +283,7 @@ class DeferredRecorder(Recorder):
         now = time.perf_counter()
         if charging is not None:
             charging[1] += now - start
+        self._start_trial()
         if self._observing is not None:
             self._observing[3] = now  # the next forward's eager time starts here
 
