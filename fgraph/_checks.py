@@ -88,7 +88,7 @@ def array_ufunc(self: Any, ufunc: Any, method: str, *inputs: Any, **kwargs: Any)
             "which keeps the graph, or pass t.detach() for the values only."
         )
     for t in tensors:
-        if isinstance(t.array, jax.core.Tracer):
+        if isinstance(t._array, jax.core.Tracer):
             raise traced_read(f"np.{ufunc.__name__}")
-    arrays = [np.asarray(x.array) if isinstance(x, Tensor) else x for x in inputs]
+    arrays = [np.asarray(x._array) if isinstance(x, Tensor) else x for x in inputs]
     return getattr(ufunc, method)(*arrays, **kwargs)

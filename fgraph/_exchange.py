@@ -52,11 +52,11 @@ def from_dlpack(ext_tensor: Any, *, copy: Optional[bool] = None) -> Tensor:
 # deferred dispatch is run first: as a leaf it would be a pytree node of its own, and a jax.jit call given it
 # would trace once more for the changed structure.
 def _flatten_keyed(t: Tensor) -> tuple:
-    return ((_ARRAY_KEY, _leaf(t.array)),), None
+    return ((_ARRAY_KEY, _leaf(t._array)),), None
 
 
 def _flatten(t: Tensor) -> tuple:
-    return (_leaf(t.array),), None
+    return (_leaf(t._array),), None
 
 
 def _leaf(array: Any) -> Any:

@@ -105,8 +105,8 @@ def is_device(arg: Any) -> bool:
 
 
 def _to_device(t: Tensor, device: Any) -> Tensor:
-    data = put(t.array, device)
-    return t if data is t.array else _rewrap(data, t._edge)
+    data = put(t._array, device)
+    return t if data is t._array else _rewrap(data, t._edge)
 
 
 def _caster(dtype: str):

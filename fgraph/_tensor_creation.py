@@ -43,8 +43,8 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False, *, device:
 
 def _place(t: Tensor, device: Any) -> Tensor:
     """The new leaf ``t`` with its data on ``device`` (``t`` itself when the data is there already)."""
-    data = _put(t.array, device)
-    if data is t.array:
+    data = _put(t._array, device)
+    if data is t._array:
         return t
     out = _new_object(Tensor)
     _init_leaf(out, data, t._edge is not None)

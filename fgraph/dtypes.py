@@ -89,7 +89,7 @@ def result_type(*operands: Any) -> np.dtype:
     args = []
     for a in operands:
         if isinstance(a, Tensor):
-            args.append(a.array)
+            args.append(a._array)
         elif isinstance(a, (_PyBool, _PyInt, _PyFloat, _PyComplex, np.ndarray, np.generic, jax.Array)):
             args.append(a)
         else:

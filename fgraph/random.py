@@ -243,7 +243,7 @@ def check_key(key: Any, op: str = "random") -> jax.Array:
     """
     from fgraph.tensor import Tensor
 
-    k = key.array if isinstance(key, Tensor) else key
+    k = key._array if isinstance(key, Tensor) else key
     if isinstance(k, np.ndarray):
         k = jnp.asarray(k)
     if isinstance(k, (jax.Array, jax.core.Tracer)):

@@ -225,7 +225,7 @@ def _host_array(obj: Any, path: tuple) -> tuple[np.ndarray, dict]:
     tags: dict[str, Any] = {}
     data = obj
     if isinstance(obj, Tensor):
-        data = obj.array
+        data = obj._array
         if obj.requires_grad:
             tags["requires_grad"] = True
         if isinstance(obj, Parameter):
@@ -527,7 +527,7 @@ class _MapFunction:
         if out is None:
             return array
         if isinstance(out, Tensor):
-            return out.array
+            return out._array
         if isinstance(out, jax.Array):
             return out
         if isinstance(out, np.ndarray):

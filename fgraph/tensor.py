@@ -60,17 +60,17 @@ class Tensor:
     torch's size form: zeros of that shape. ``fg.tensor(data)`` infers the dtype from the data instead.
     """
 
-    __slots__ = ("array", "grad_fn", "output_nr", "_edge", "__weakref__")
+    __slots__ = ("_array", "grad_fn", "output_nr", "_edge", "__weakref__")
     __array_priority__ = 1000
     __array_ufunc__ = array_ufunc  # arr + t gives a Tensor; np.exp(t) on a tensor that requires grad raises
 
-    array: jax.Array
+    _array: Any  # the array, or the placeholder of a value deferred dispatch holds pending (read .array)
     grad_fn: Optional[Node]
     output_nr: int
 
     def __init__(self, *data: Any, requires_grad: bool = False) -> None:
         if len(data) == 1 and isinstance(data[0], Tensor):
-            _init_leaf(self, data[0].array, requires_grad)
+            _init_leaf(self, data[0]._array, requires_grad)
         else:
             _init_leaf(self, _constructor_array(data), requires_grad)
 
@@ -94,6 +94,22 @@ class Tensor:
         raise AttributeError(f"Tensor is immutable: cannot delete '{name}'.")
 
     # -- derived fields ----------------------------------------------------------------
+    @property
+    def array(self) -> jax.Array:
+        """The raw ``jax.Array`` (a JAX tracer while traced).
+
+        Under deferred dispatch (``fg.lazy.set_deferred(True)``) a value may still be pending; reading
+        ``array`` runs what is pending first, so it is always a ``jax.Array`` (fgraph's own code reads the
+        pending placeholder, ``_array``, and keeps recording).
+
+        Example:
+            >>> import jax, fgraph as fg
+            >>> isinstance((fg.tensor([1.0, 2.0]) * 2).array, jax.Array)
+            True
+        """
+        a = self._array
+        return a.value() if type(a) is LazyArray else a
+
     @property
     def data(self) -> "Tensor":
         """PyTorch's ``x.data``: a new leaf with the same values, off the graph (``x.detach()``).
@@ -119,52 +135,52 @@ class Tensor:
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return self.array.shape
+        return self._array.shape
 
     def size(self, dim: Optional[int] = None) -> Any:
         return self.shape if dim is None else self.shape[dim]
 
     @property
     def dtype(self) -> np.dtype:
-        return self.array.dtype
+        return self._array.dtype
 
     @property
     def ndim(self) -> int:
-        return self.array.ndim
+        return self._array.ndim
 
     def dim(self) -> int:
-        return self.array.ndim
+        return self._array.ndim
 
     def numel(self) -> int:
-        return int(self.array.size)
+        return int(self._array.size)
 
     @property
     def device(self) -> Any:
         """The :class:`fgraph.device` holding the data (``device(type='cpu')``, ``device(type='cuda', index=0)``;
         the first device of a sharded array; JAX's default device while traced, where the compiler places
         values). The JAX device itself is ``x.device.jax_device`` (or ``x.array.devices()``)."""
-        return device_of(self.array)
+        return device_of(self._array)
 
     @property
     def is_cuda(self) -> bool:
         """Whether the data is on a GPU (``x.device.type == 'cuda'``)."""
-        return device_of(self.array).type == "cuda"
+        return device_of(self._array).type == "cuda"
 
     def __len__(self) -> int:
-        if self.array.ndim == 0:
+        if self._array.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
-        return self.array.shape[0]
+        return self._array.shape[0]
 
     def __iter__(self) -> Any:
-        if self.array.ndim == 0:
+        if self._array.ndim == 0:
             raise TypeError("iteration over a 0-d tensor: it has no rows; read its value with t.item().")
-        return (self[i] for i in range(self.array.shape[0]))
+        return (self[i] for i in range(self._array.shape[0]))
 
     # -- leaving the graph -----------------------------------------------------------------
     def detach(self) -> "Tensor":
         """A new leaf with the same data that does not require grad (traced: ``lax.stop_gradient``
         too, so a fused create_graph pass, ``jax.vjp`` of the rules, sees the cut as node by node)."""
-        data = self.array
+        data = self._array
         return _wrap(jax.lax.stop_gradient(data) if isinstance(data, jax.core.Tracer) else data)
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
@@ -178,49 +194,49 @@ class Tensor:
                 "to make a leaf from a computed tensor."
             )
         out = _new_object(Tensor)
-        _init_leaf(out, self.array, requires_grad)
+        _init_leaf(out, self._array, requires_grad)
         return out
 
     def numpy(self) -> np.ndarray:
         """The data as a NumPy array (not available while traced)."""
-        if isinstance(self.array, jax.core.Tracer):
+        if isinstance(self._array, jax.core.Tracer):
             raise traced_read("numpy()")
-        return np.asarray(self.array)
+        return np.asarray(self._array)
 
     def tolist(self) -> Any:
         return self.numpy().tolist()
 
     def item(self) -> Any:
         """The value of a one-element tensor as a Python scalar."""
-        if self.array.size != 1:
+        if self._array.size != 1:
             raise ValueError(f"item(): tensor has {self.array.size} elements, expected 1 (shape {self.shape}).")
-        if isinstance(self.array, jax.core.Tracer):
+        if isinstance(self._array, jax.core.Tracer):
             raise traced_read("item()")
         return self.numpy().reshape(()).item()
 
     def __jax_array__(self) -> jax.Array:
         """The data, so ``jnp.sin(t)``, ``jnp.asarray(t)`` take a Tensor; the result is an array, off the graph."""
-        return self.array
+        return self._array
 
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
                    copy: Optional[bool] = None) -> Any:
         """Export the data through DLPack (zero-copy where JAX allows); a Tensor that requires grad warns."""
-        if isinstance(self.array, jax.core.Tracer):
+        if isinstance(self._array, jax.core.Tracer):
             raise TypeError("__dlpack__: this tensor is traced (inside jax.jit, vmap or fg.compile) and has no "
                             "buffer to share; export the tensors the traced function returns.")
         if self._edge is not None:
             _warn("__dlpack__: exporting a tensor that requires grad shares its values only; the autograd graph is "
                   "not carried, so gradients will not flow back to it. Export t.detach() to silence this warning.",
                   UserWarning, stacklevel=2)
-        return self.array.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+        return self._array.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
 
     def __dlpack_device__(self) -> tuple:
-        return self.array.__dlpack_device__()
+        return self._array.__dlpack_device__()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        if isinstance(self.array, jax.core.Tracer):
+        if isinstance(self._array, jax.core.Tracer):
             raise traced_read("np.asarray()")
-        arr = np.asarray(self.array)
+        arr = np.asarray(self._array)
         return arr if dtype is None else arr.astype(dtype)
 
     def __float__(self) -> float:
@@ -230,9 +246,9 @@ class Tensor:
         return int(self.item())
 
     def __bool__(self) -> bool:
-        if isinstance(self.array, jax.core.Tracer):
+        if isinstance(self._array, jax.core.Tracer):
             raise traced_read("bool() (an `if` or `while` on a tensor)")
-        if self.array.size != 1:
+        if self._array.size != 1:
             raise RuntimeError(
                 f"bool(): the truth value of a tensor with {self.array.size} elements is ambiguous; "
                 "use .any() or .all()."
@@ -240,7 +256,7 @@ class Tensor:
         return bool(self.item())
 
     def __index__(self) -> int:
-        index_of(self.array.dtype, self.array.size)
+        index_of(self._array.dtype, self._array.size)
         return int(self.item())
 
     __hash__ = object.__hash__  # identity, so tensors work as dict keys (see Gradients)
@@ -266,7 +282,7 @@ class Tensor:
                 "call .detach() first to copy the values of a computed tensor."
             )
         out = _new_object(type(self))
-        _init_leaf(out, self.array, self._edge is not None)
+        _init_leaf(out, self._array, self._edge is not None)
         memo[id(self)] = out
         return out
 
@@ -308,15 +324,15 @@ class Tensor:
 
     # -- printing ----------------------------------------------------------------------
     def __repr__(self) -> str:
-        if isinstance(self.array, jax.core.Tracer):
+        if isinstance(self._array, jax.core.Tracer):
             body = f"Traced<{self.array.aval.str_short()}>"
         else:
-            host = np.asarray(self.array)
+            host = np.asarray(self._array)
             if host.dtype.kind == "V" or host.dtype.name == "bfloat16":  # ml_dtypes: print via float32
                 host = host.astype(np.float32)
             body = np.array2string(host, separator=", ", prefix="tensor(", precision=4, suppress_small=True)
         extras = []
-        if self.array.dtype not in (np.dtype("float32"), np.dtype("int32"), np.dtype("bool")):
+        if self._array.dtype not in (np.dtype("float32"), np.dtype("int32"), np.dtype("bool")):
             extras.append(f"dtype={self.array.dtype}")
         if self.grad_fn is not None:
             extras.append(f"grad_fn=<{self.grad_fn.name()}>")
@@ -325,10 +341,10 @@ class Tensor:
         return "tensor(" + body + "".join(", " + e for e in extras) + ")"
 
 
-_lazy_array._OWNER_SETTER[0] = Tensor.__dict__["array"].__set__
+_lazy_array._OWNER_SETTER[0] = Tensor.__dict__["_array"].__set__
 
 # -- record construction (hot path) ------------------------------------------------------
-_set_data = Tensor.__dict__["array"].__set__
+_set_data = Tensor.__dict__["_array"].__set__
 _set_grad_fn = Tensor.__dict__["grad_fn"].__set__
 _set_output_nr = Tensor.__dict__["output_nr"].__set__
 _set_edge = Tensor.__dict__["_edge"].__set__
@@ -401,7 +417,7 @@ def _init_leaf(t: Tensor, data: Any, requires_grad: bool) -> None:
 
 def _to_array(data: Any, dtype: Optional[np.dtype], op: str) -> jax.Array:
     if isinstance(data, Tensor):
-        array = data.array
+        array = data._array
         return array if dtype is None else array.astype(dtype)
     if isinstance(data, (jax.Array, jax.core.Tracer, LazyArray)):  # LazyArray: a value pending in fg.lazy()
         return data if dtype is None else data.astype(dtype)
@@ -544,7 +560,7 @@ def _missing_attribute(cls: type, name: str) -> str:
 
 def _unwrap_nested(data: Any) -> Any:
     if isinstance(data, Tensor):
-        return np.asarray(data.array)
+        return np.asarray(data._array)
     if isinstance(data, (list, tuple)):
         return [_unwrap_nested(d) for d in data]
     return data
@@ -554,7 +570,7 @@ def _unwrap_nested(data: Any) -> Any:
 
 
 def _data(t: Any) -> Any:
-    return t.array if isinstance(t, Tensor) else jnp.asarray(t)
+    return t._array if isinstance(t, Tensor) else jnp.asarray(t)
 
 
 # The creation functions live in their own file; imported last, since they build on the record above.
@@ -566,10 +582,10 @@ from fgraph._tensor_creation import (  # noqa: E402  (re-exported: fgraph.tensor
 
 def _host_values(t: Tensor, what: str) -> np.ndarray:
     """``t``'s values as a NumPy array, for pickling (bfloat16 stays bfloat16, via ml_dtypes)."""
-    if isinstance(t.array, jax.core.Tracer):
+    if isinstance(t._array, jax.core.Tracer):
         raise TypeError(f"cannot {what} a Tensor inside a JAX trace (jit/grad/vmap): its values are not known "
                         "yet; return it from the traced function and pickle the result.")
-    return np.asarray(t.array)
+    return np.asarray(t._array)
 
 
 def _rebuild_tensor(cls: type, values: Any, requires_grad: bool) -> Tensor:

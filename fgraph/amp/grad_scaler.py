@@ -136,7 +136,7 @@ class GradScaler:
         if new_scale is not None:
             from fgraph.tensor import Tensor
 
-            value = new_scale.array if isinstance(new_scale, Tensor) else new_scale
+            value = new_scale._array if isinstance(new_scale, Tensor) else new_scale
             self._scale = jnp.asarray(value, jnp.float32).reshape(())
         else:
             founds = [e["found_inf"] for e in self._per_optimizer.values() if e["found_inf"] is not None]
@@ -231,7 +231,7 @@ def _selected_step(scaler: GradScaler, optimizer: Any, grads: Any, found: Any, a
         for i, (old, new) in enumerate(zip(old_params, params)):
             if new is old:  # no gradient: not stepped
                 continue
-            data = jnp.where(found, old.array, new.array)
+            data = jnp.where(found, old._array, new._array)
             kept = succeed(new, data) if isinstance(new, Parameter) else Tensor(data, requires_grad=new.requires_grad)
             params[i] = kept
             state = optimizer.state.pop(new, None)
@@ -242,7 +242,7 @@ def _selected_step(scaler: GradScaler, optimizer: Any, grads: Any, found: Any, a
             for key, value in state.items():
                 was = prior.get(key)
                 if isinstance(value, Tensor) and isinstance(was, Tensor):
-                    selected[key] = _wrap(jnp.where(found, was.array, value.array))
+                    selected[key] = _wrap(jnp.where(found, was._array, value._array))
                 else:
                     selected[key] = value
                     if value is not was:
@@ -276,17 +276,17 @@ def _unscale(grads: Any, scale: Any) -> tuple:
 
     if isinstance(grads, Mapping):
         keys = [k for k, g in grads.items() if g is not None]
-        arrays, found = _unscale_arrays([grads[k].array for k in keys], scale)
+        arrays, found = _unscale_arrays([grads[k]._array for k in keys], scale)
         return {**{k: None for k in grads}, **dict(zip(keys, map(_wrap, arrays)))}, found
     if isinstance(grads, (list, tuple)):
         present = [i for i, g in enumerate(grads) if g is not None]
-        arrays, found = _unscale_arrays([grads[i].array for i in present], scale)
+        arrays, found = _unscale_arrays([grads[i]._array for i in present], scale)
         out = list(grads)
         for i, a in zip(present, arrays):
             out[i] = _wrap(a)
         return type(grads)(out) if isinstance(grads, tuple) else out, found
     if isinstance(grads, Tensor):
-        arrays, found = _unscale_arrays([grads.array], scale)
+        arrays, found = _unscale_arrays([grads._array], scale)
         return _wrap(arrays[0]), found
     raise TypeError(f"GradScaler: grads must be what backward returned (a mapping), a list of gradients or a "
                     f"Tensor, got {type(grads).__name__}.")

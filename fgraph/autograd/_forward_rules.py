@@ -304,7 +304,7 @@ def apply_dual_tensors(op: Any, args: tuple, params: Any) -> Any:
         if t is not None:
             positions.append(i)
             tangents.append(t)
-        arrays.append(a.array)
+        arrays.append(a._array)
         edge = a._edge
         edges.append(edge)
         if edge is not None:
@@ -321,7 +321,7 @@ def run_dual(op: Any, args: tuple, arrays: list, params: Any, edges: tuple, reco
     pair = _PAIRS.get(key)
     if pair is None:
         pair = _PAIRS[key] = PairKernel(*key)
-    t_arrays = [t.array for t in tangents]
+    t_arrays = [t._array for t in tangents]
     try:
         out, t_out = pair.jitted(*arrays, *t_arrays)
     except (TypeError, ValueError, IndexError):

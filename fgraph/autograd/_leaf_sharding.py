@@ -32,13 +32,13 @@ def like_input(grad: Any, x: Any) -> Any:
     """
     if not isinstance(grad, Tensor) or not isinstance(x, Tensor):
         return grad
-    target = x.array
+    target = x._array
     if isinstance(target, jax.core.Tracer):
         return _traced(grad, target)
     sharding = getattr(target, "sharding", None)
     if type(sharding) is not NamedSharding or len(sharding.device_set) == 1:
         return grad
-    g = grad.array
+    g = grad._array
     if isinstance(g, jax.core.Tracer) or g.shape != target.shape:
         return grad
     if g.sharding == sharding or g.sharding.is_equivalent_to(sharding, g.ndim):
@@ -53,7 +53,7 @@ def _traced(grad: Tensor, target: Any) -> Tensor:
         return grad
     want = jax.typeof(target).sharding
     mesh = getattr(want, "mesh", None)
-    g = grad.array
+    g = grad._array
     if mesh is None or mesh.empty or not mesh.explicit_axes or g.shape != target.shape:
         return grad
     if jax.typeof(g).sharding.spec == want.spec:

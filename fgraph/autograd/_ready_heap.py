@@ -216,7 +216,7 @@ def _sum_grads(grads: list) -> Tensor:
                 for g in grads[1:]:
                     total = _accumulate_buffer(total, g)
                 return total
-    arrays = [g.array for g in grads]
+    arrays = [g._array for g in grads]
     lazy = LAZY.get()
     if lazy is not None:
         return _wrap(lazy.call(_sum_kernel, arrays))

@@ -45,7 +45,7 @@ def saved_only(nodes: list, recorder: Any, arrays: Optional[list]) -> set:
 
     for node in nodes:
         for t in getattr(node, "saved_inputs", None) or ():
-            if type(t) is Tensor and type(t.array) is LazyArray:
+            if type(t) is Tensor and type(t._array) is LazyArray:
                 entry = tensors.get(id(t))
                 if entry is None:
                     tensors[id(t)] = [t, 1]
@@ -61,5 +61,5 @@ def saved_only(nodes: list, recorder: Any, arrays: Optional[list]) -> set:
         account(a)
     for t, count in tensors.values():
         if sys.getrefcount(t) - _OWN_REFERENCES == count:  # only saved slots hold it: its array slot is theirs
-            account(t.array)
+            account(t._array)
     return {key for key, (a, count) in held.items() if sys.getrefcount(a) - _OWN_REFERENCES == count}

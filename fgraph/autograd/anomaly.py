@@ -116,9 +116,9 @@ def anomaly_apply(check_nan: bool) -> Callable:
             ) from exc
         if check_nan:
             for i, g in enumerate(outputs):
-                if g is None or isinstance(g.array, jax.core.Tracer):
+                if g is None or isinstance(g._array, jax.core.Tracer):
                     continue
-                if bool(jnp.isnan(g.array).any()):
+                if bool(jnp.isnan(g._array).any()):
                     raise AnomalyError(
                         f"Function '{fn.name()}' returned nan values in its {i}th output.\n"
                         f"Traceback of forward call that caused the error:\n{_stack_of(fn)}"

@@ -194,9 +194,9 @@ def _batched_grad(outputs: tuple, inputs: tuple, grad_outputs: Any, create_graph
     def one(*seed_arrays: Any) -> tuple:
         seeds = [_wrap(a) for a in seed_arrays]
         captured, _ = _execute(outputs, seeds, inputs, False, accumulate=False)
-        return tuple(None if g is None else g.array for g in captured)
+        return tuple(None if g is None else g._array for g in captured)
 
-    batched = jax.vmap(one)(*[g.array for g in given])
+    batched = jax.vmap(one)(*[g._array for g in given])
     return [None if a is None else _wrap(a) for a in batched]
 
 
@@ -261,18 +261,18 @@ def _make_seeds(outputs: tuple, grad_outputs: Any, fn: str) -> list:
                     or "it was computed from tensors without requires_grad=True (or under no_grad).")
             )
         if g is None:
-            if out.array.size != 1:
+            if out._array.size != 1:
                 raise GradError(
                     f"{fn}: grad can be implicitly created only for scalar outputs, but output {i} has shape "
                     f"{out.shape}; pass grad_outputs with that shape (e.g. fg.ones_like(out)) or reduce it first."
                 )
-            if out.array.dtype.kind == "c":  # (jnp.iscomplexobj costs microseconds per call)
+            if out._array.dtype.kind == "c":  # (jnp.iscomplexobj costs microseconds per call)
                 raise GradError(
                     f"{fn}: grad can be implicitly created only for real scalar outputs, but output {i} is {out.dtype}; "
                     "pass grad_outputs explicitly (e.g. fg.ones_like(out)), or differentiate a real value such as "
                     "out.real or out.abs()."
                 )
-            g = _wrap(_implicit_seed(out.array))
+            g = _wrap(_implicit_seed(out._array))
         else:
             if not isinstance(g, Tensor):
                 g = _wrap(jnp.asarray(g, out.dtype))
@@ -293,13 +293,13 @@ def _edge_seed(edge: GradientEdge, g: Any, i: int, fn: str) -> Tensor:
     """
     leaf = edge[0].variable if isinstance(edge[0], AccumulateGrad) else None
     if g is None:
-        if leaf is None or leaf.array.size != 1:
+        if leaf is None or leaf._array.size != 1:
             raise GradError(
                 f"{fn}: output {i} is a GradientEdge into {edge[0].name()}; pass its gradient in grad_outputs "
                 "(grad can be implicitly created only for scalar outputs, and fgraph's nodes do not record "
                 "the shapes of their outputs)."
             )
-        return _wrap(_implicit_seed(leaf.array))
+        return _wrap(_implicit_seed(leaf._array))
     if not isinstance(g, Tensor):
         g = _wrap(jnp.asarray(g) if leaf is None else jnp.asarray(g, leaf.dtype))
     if leaf is not None and g.shape != leaf.shape:
@@ -344,7 +344,7 @@ def _execute(roots: tuple, seeds: list, inputs: Optional[tuple], create_graph: b
     """Run the graph; return (captured gradients per input, {AccumulateGrad: grad}). ``release``: the
     caller does not retain the graph (``retain_graph`` unset)."""
     depth = _REENTRANT_DEPTH.get()
-    if depth >= MAX_REENTRANT_DEPTH_PER_THREAD and not any(isinstance(s.array, jax.core.Tracer) for s in seeds):
+    if depth >= MAX_REENTRANT_DEPTH_PER_THREAD and not any(isinstance(s._array, jax.core.Tracer) for s in seeds):
         # JAX's tracing state is per thread, so traced passes stay on their thread (and are
         # limited by the recursion limit).
         return _ReentrantThread(roots, seeds, inputs, create_graph, accumulate, release).run()

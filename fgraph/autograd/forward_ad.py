@@ -250,7 +250,7 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level: Optional[int] = None) -
     if lv in existing:
         raise RuntimeError(f"make_dual: the tensor already has a tangent at level {lv.index}; unpack_dual(t).primal "
                            "gives it without one.")
-    return attach(_rewrap(tensor.array, tensor._edge), {**existing, lv: tangent})
+    return attach(_rewrap(tensor._array, tensor._edge), {**existing, lv: tangent})
 
 
 class UnpackedDualTensor(NamedTuple):
@@ -282,7 +282,7 @@ def unpack_dual(tensor: Any, *, level: Optional[int] = None) -> UnpackedDualTens
     if tangent is None:
         return UnpackedDualTensor(tensor, None)
     rest = {k: v for k, v in found.items() if k is not lv}
-    return UnpackedDualTensor(attach(_rewrap(tensor.array, tensor._edge), rest), tangent)
+    return UnpackedDualTensor(attach(_rewrap(tensor._array, tensor._edge), rest), tangent)
 
 
 def carry(src: Tensor, new: Tensor) -> Tensor:

@@ -191,7 +191,7 @@ class FunctionBackward(Node):
         result = []
         for entry in self._saved:
             if type(entry) is _SavedOutput:
-                data = entry.data.get().array if type(entry.data) is Packed else entry.data
+                data = entry.data.get()._array if type(entry.data) is Packed else entry.data
                 result.append(_wrap_output(data, self, entry.index))
             else:
                 result.append(entry.get() if type(entry) is Packed else entry)
@@ -416,7 +416,7 @@ def _check_outputs(cls: type, outputs: tuple) -> None:
 def _plain(o: Any) -> Any:
     """An output with no graph: a fresh record if ``o`` carries one, else ``o`` itself."""
     if isinstance(o, Tensor) and o._edge is not None:
-        return _wrap(o.array)
+        return _wrap(o._array)
     return o
 
 
@@ -435,7 +435,7 @@ def _record(cls: type, ctx: FunctionCtx, args: tuple, edges: tuple, in_meta: tup
     result = []
     for i, o in enumerate(outputs):
         if differentiable[i]:
-            result.append(_wrap_output(o.array, node, i))  # always a new record, even if `o` is an input
+            result.append(_wrap_output(o._array, node, i))  # always a new record, even if `o` is an input
         else:
             result.append(_plain(o))
     saved = []
@@ -444,7 +444,7 @@ def _record(cls: type, ctx: FunctionCtx, args: tuple, edges: tuple, in_meta: tup
         if t is not None and not any(t is a for a in args):
             for j, o in enumerate(outputs):
                 if t is o:
-                    entry = _SavedOutput(j, t.array) if differentiable[j] else result[j]
+                    entry = _SavedOutput(j, t._array) if differentiable[j] else result[j]
                     break
         saved.append(entry)
     extras = RECORD_EXTRAS.get()
@@ -535,7 +535,7 @@ def once_differentiable(fn: F) -> F:
         items = (outputs,) if single else tuple(outputs)
         err = DelayedError(f"{label}: {_ONCE_MESSAGE}", edges, len(items))
         wrapped = tuple(
-            _wrap_output(o.array, err, i) if isinstance(o, Tensor) and is_differentiable_dtype(o.dtype) else o
+            _wrap_output(o._array, err, i) if isinstance(o, Tensor) and is_differentiable_dtype(o.dtype) else o
             for i, o in enumerate(items)
         )
         return wrapped[0] if single else wrapped

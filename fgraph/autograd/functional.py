@@ -324,7 +324,7 @@ def _jacobian_vectorized(outputs: tuple, inputs: tuple) -> Optional[tuple]:
             if g is None:
                 row.append(_zeros(shape, inp.dtype))
             else:
-                row.append(_wrap(g.array[start:start + numels[i]].reshape(shape)))
+                row.append(_wrap(g._array[start:start + numels[i]].reshape(shape)))
         per_output.append(tuple(row))
     return tuple(per_output)
 
@@ -336,7 +336,7 @@ def _stack_rows(rows: list, shape: tuple, dtype: Any, create_graph: bool) -> Ten
         from fgraph.ops.shape import reshape, stack
 
         return reshape(stack(rows, 0), shape)
-    return _wrap(jnp.stack([r.array for r in rows]).reshape(shape))
+    return _wrap(jnp.stack([r._array for r in rows]).reshape(shape))
 
 
 def _jacobian_rows(outputs: tuple, inputs: tuple, create_graph: bool, strict: bool) -> tuple:

@@ -135,7 +135,7 @@ class FusedBackward(Node):
             inputs = [_rewrap(a, e) if isinstance(a, jax.Array) else a for a, e in zip(self.arrays, self.next_edges)]
             outs = run_recorded(vjp, self.plan, inputs + cts)
         else:
-            outs = [_wrap(o) for o in vjp.run(self.plan, [*self.arrays, *[c.array for c in cts]])]
+            outs = [_wrap(o) for o in vjp.run(self.plan, [*self.arrays, *[c._array for c in cts]])]
         return self._scatter(outs)
 
     def _cotangent(self, g: Optional[Tensor], j: int) -> Tensor:
@@ -158,14 +158,14 @@ class FusedBackward(Node):
         return list(self.arrays)
 
     def apply_kernel(self, grad_outputs: Sequence[Optional[Tensor]], needs: Optional[tuple], saved: list) -> tuple:
-        cts = [self._cotangent(grad_outputs[j], j).array for j in self.float_out]
+        cts = [self._cotangent(grad_outputs[j], j)._array for j in self.float_out]
         vjp = self.program.vjp(self.float_in, self.float_out, len(saved))
         return self._scatter([_wrap(o) for o in vjp.run(self.plan, [*saved, *cts])])
 
 
 def run_recorded(program: FlatProgram, plan: Any, inputs: Sequence[Any]) -> list:
     """Run ``program`` on ``inputs`` (Tensors or plain values); record a :class:`FusedBackward` if needed."""
-    arrays = [t.array if isinstance(t, Tensor) else t for t in inputs]
+    arrays = [t._array if isinstance(t, Tensor) else t for t in inputs]
     outs = program.run(plan, arrays)
     edges = tuple(t._edge if isinstance(t, Tensor) else None for t in inputs)
     return _outputs(program, plan, arrays, edges, outs)

@@ -157,7 +157,7 @@ def _tangent_arrays(found: Any, seeds: list, n: int, level: Any) -> tuple[tuple,
         t = tangent_at(s, level)
         if t is not None:
             positions.append(i)
-            t_arrays.append(t.array)
+            t_arrays.append(t._array)
     i = len(seeds)
     for node, span in zip(found.order, found.layout):
         if span is None:
@@ -169,14 +169,14 @@ def _tangent_arrays(found: Any, seeds: list, n: int, level: Any) -> tuple[tuple,
                 t = tangent_at(a, level) if isinstance(a, Tensor) else None
                 if t is not None:
                     positions.append(i)
-                    t_arrays.append(t.array)
+                    t_arrays.append(t._array)
                 i += 1
             remembered = result_tangents(node)
             for k in range(stop - start - len(saved)):
                 t = remembered.get(k, {}).get(level) if remembered else None
                 if t is not None:
                     positions.append(i)
-                    t_arrays.append(t.array)
+                    t_arrays.append(t._array)
                 i += 1
         else:
             i += stop - start

@@ -591,9 +591,9 @@ def _fused_body(program: _FusedProgram, *arrays: Any) -> tuple:
     leaf_grads: dict = {}
     _run_ready_heap(root, buffers, dict(plan.dependencies), plan.exec_info, captured, leaf_grads,
                     plan.accumulate, apply_traced)
-    captured_arrays = tuple(None if g is None else g.array for g in captured)
+    captured_arrays = tuple(None if g is None else g._array for g in captured)
     leaf_arrays = tuple(
-        leaf_grads[node].array if node in leaf_grads else None
+        leaf_grads[node]._array if node in leaf_grads else None
         for node in plan.leaves
     )
     return captured_arrays, leaf_arrays

@@ -333,12 +333,12 @@ def _evaluate(func: Callable[..., Any], tupled: tuple, i: int, values: np.ndarra
                 f"{eps}, but output {o} has {what} {getattr(old, what)} at the original inputs and "
                 f"{getattr(new, what)} at the perturbed ones; the function must not branch on input values."
             )
-    return [np.asarray(o.array, dtype=np.float64) if _is_float(o) else None for o in outs]
+    return [np.asarray(o._array, dtype=np.float64) if _is_float(o) else None for o in outs]
 
 
 def _numerical_jacobians(func: Callable[..., Any], tupled: tuple, outputs: tuple, i: int, eps: float) -> list:
     """For input ``i``: one ``(outputs[o].numel(), inputs[i].numel())`` matrix per float output (else None)."""
-    base = np.array(tupled[i].array, dtype=np.float64)
+    base = np.array(tupled[i]._array, dtype=np.float64)
     flat = base.reshape(-1)
     columns: list[list] = []
     for k in range(flat.size):
@@ -367,9 +367,9 @@ def _batched_vjps(outputs: tuple, inputs: tuple, seeds: tuple) -> tuple:
     except _NOT_TRACEABLE:
         pass
     n = seeds[0].shape[0]
-    rows = [_engine_grad(outputs, inputs, tuple(_wrap(s.array[r]) for s in seeds), allow_unused=True)
+    rows = [_engine_grad(outputs, inputs, tuple(_wrap(s._array[r]) for s in seeds), allow_unused=True)
             for r in range(n)]
-    return tuple(None if rows[0][k] is None else _wrap(jnp.stack([row[k].array for row in rows]))
+    return tuple(None if rows[0][k] is None else _wrap(jnp.stack([row[k]._array for row in rows]))
                  for k in range(len(inputs)))
 
 
@@ -394,7 +394,7 @@ def _analytical_jacobians(outputs: tuple, tupled: tuple, diff_idx: list[int], di
             if g is None:
                 result[(o, i)] = np.zeros((n, x.numel()))
             else:
-                result[(o, i)] = np.asarray(g.array, dtype=np.float64).reshape(total, -1)[start:start + n]
+                result[(o, i)] = np.asarray(g._array, dtype=np.float64).reshape(total, -1)[start:start + n]
         start += n
     return result
 
@@ -449,12 +449,12 @@ def _fast_check(func: Callable[..., Any], tupled: tuple, outputs: tuple, diff_id
             seed = _wrap(jnp.asarray(v[o].reshape(outputs[o].shape), outputs[o].dtype))
             grads = _engine_grad((outputs[o],), wrt, (seed,), allow_unused=True)
             for i, g in zip(diff_idx, grads):
-                res[(o, i)] = 0.0 if g is None else float(np.asarray(g.array, np.float64).reshape(-1) @ u[i])
+                res[(o, i)] = 0.0 if g is None else float(np.asarray(g._array, np.float64).reshape(-1) @ u[i])
         return res
 
     analytical = analytical_vju()
     for i in diff_idx:
-        base = np.array(tupled[i].array, dtype=np.float64)
+        base = np.array(tupled[i]._array, dtype=np.float64)
         step = eps * u[i].reshape(base.shape)
         plus = _evaluate(func, tupled, i, base + step, outputs, eps)
         minus = _evaluate(func, tupled, i, base - step, outputs, eps)
@@ -517,7 +517,7 @@ def _check_zero_grad_outputs(outputs: tuple, tupled: tuple, diff_idx: list[int],
         raise GradcheckError(f"Expected backward to handle all-zero output gradients, but it raised "
                              f"{type(exc).__name__}: {exc}") from exc
     for i, g in zip(diff_idx, grads):
-        if g is not None and np.any(np.asarray(g.array) != 0):
+        if g is not None and np.any(np.asarray(g._array) != 0):
             raise GradcheckError(
                 f"Expected all input grads to be zero when all output grads are zero, but the gradient for "
                 f"{labels.input(i)} has max abs value {np.max(np.abs(np.asarray(g.array))):.6g}: the backward is "

@@ -66,7 +66,7 @@ class Packed:
             raise TypeError(
                 f"saved_tensors_hooks: unpack_hook returned a {type(out).__name__}; it must return an fgraph Tensor."
             )
-        return _rewrap(out.array, self.edge)
+        return _rewrap(out._array, self.edge)
 
 
 def pack_saved(values: Any, hooks: tuple) -> Any:
@@ -146,9 +146,9 @@ class disable_saved_tensors_hooks:
 
 def _to_host(t: Any) -> tuple:
     cpu = jax.devices("cpu")[0]
-    devices = getattr(t.array, "devices", None)
-    home = next(iter(devices())) if callable(devices) and not isinstance(t.array, jax.core.Tracer) else None
-    return jax.device_put(t.array, cpu), home
+    devices = getattr(t._array, "devices", None)
+    home = next(iter(devices())) if callable(devices) and not isinstance(t._array, jax.core.Tracer) else None
+    return jax.device_put(t._array, cpu), home
 
 
 def _from_host(packed: tuple) -> Any:

@@ -51,7 +51,7 @@ def try_run(graph_root: Node, root_nr: int, seeds: list, dependencies: dict, exe
     """Run a large backward pass segment by segment; ``None`` if this graph is not eligible."""
     if not fusion.is_enabled() or type(graph_root) is GraphRoot or min_topo != 0 or len(seeds) != 1:
         return None
-    if fusion._traced([seeds[0].array]):
+    if fusion._traced([seeds[0]._array]):
         return None
     if exec_info is not None:
         executes = {fn for fn, info in exec_info.items() if info.should_execute()}
@@ -155,8 +155,8 @@ def _plan(nodes: list, pending: dict, position: dict, exec_info: Optional[dict],
         for slot, g in enumerate(pending[node]):
             if g is not None:
                 carried_in.append((node, slot))
-                arrays.append(g.array)
-                carried_key += (where, at, slot, g.array.aval)
+                arrays.append(g._array)
+                carried_key += (where, at, slot, g._array.aval)
     key: list = ["segment", accumulate, len(carried_in)]
     key += carried_key
     append = key.append
@@ -235,12 +235,12 @@ def _run_segment(segment: _Segment, arrays: Any) -> tuple:
             _finish_sums(grads)
         if info is not None:
             if info.captures is not None:
-                captures.extend(None if grads[i] is None else grads[i].array for i, _ in info.captures)
+                captures.extend(None if grads[i] is None else grads[i]._array for i, _ in info.captures)
             if not info.needed:
                 continue
         if type(node) is AccumulateGrad:
             g = grads[0]
-            leaves.append(g.array if segment.accumulate and g is not None else None)
+            leaves.append(g._array if segment.accumulate and g is not None else None)
             continue
         outputs = node.apply_kernel(grads, None, list(arrays[span[0]:span[1]]))
         for edge, g in zip(node.next_edges, outputs):
@@ -265,5 +265,5 @@ def _run_segment(segment: _Segment, arrays: Any) -> tuple:
         g = None if buf is None else buf[slot]
         if type(g) is _GradSum:
             g = _sum_grads(g)
-        carried_out.append(None if g is None else g.array)
+        carried_out.append(None if g is None else g._array)
     return tuple(carried_out), tuple(captures), tuple(leaves)

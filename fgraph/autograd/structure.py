@@ -138,7 +138,7 @@ def find(graph_root: Node, root_nr: int, seeds: list, output_edges: list, accumu
     packed = False  # saved-tensor hooks: unpacking runs user code, so such graphs compile in the foreground
     # Until a saved tensor is packed anywhere, reading saved arrays runs no user code: read them now
     # (their kinds are their types) rather than walk the nodes again for the plan.
-    arrays: Optional[list] = None if Packed.ever_made else [s.array for s in seeds]
+    arrays: Optional[list] = None if Packed.ever_made else [s._array for s in seeds]
     for node in order:  # grows as the walk discovers nodes: breadth first
         if node._hooks is not None:
             return None
@@ -200,7 +200,7 @@ def find(graph_root: Node, root_nr: int, seeds: list, output_edges: list, accumu
             append(edge[1])
         if len(order) > max_nodes:
             return None
-    key.append(tuple([s.array.aval if hasattr(s.array, "aval") else type(s.array) for s in seeds]))
+    key.append(tuple([s._array.aval if hasattr(s._array, "aval") else type(s._array) for s in seeds]))
     for node, input_nr in output_edges:
         key += (index.get(node, -1), input_nr)
     return Structure(StructureKey(tuple(key)), order, layout, leaves, packed, arrays)
@@ -211,7 +211,7 @@ def make_plan(found: Structure, graph_root: Node, root_nr: int, seeds: list, out
     """The run of a pass of structure ``found``: the seeds' and saved arrays, in the program's order."""
     arrays = found.arrays
     if arrays is None:
-        arrays = [s.array for s in seeds]
+        arrays = [s._array for s in seeds]
         for node, span in zip(found.order, found.layout):
             if span is not None:
                 arrays += node.saved_arrays()

@@ -53,5 +53,5 @@ class Variable(metaclass=_VariableMeta):
             raise TypeError(f"Variable data has to be a tensor, but got {type_name(data)}; make one with "
                             "fg.tensor(values, requires_grad=...) (Variable itself is deprecated, as in PyTorch).")
         out = _new_object(Tensor)
-        _init_leaf(out, data.detach().array, requires_grad)
+        _init_leaf(out, data.detach()._array, requires_grad)
         return out

@@ -301,7 +301,7 @@ def _classify(leaf: Any, static: bool, object_index: dict, position: Any) -> tup
         _check_hashable(leaf, position)
         return ("static", leaf), _NO_INPUT
     if isinstance(leaf, Tensor):
-        return ("tensor", leaf.requires_grad), leaf.array
+        return ("tensor", leaf.requires_grad), leaf._array
     if isinstance(leaf, (jax.Array, np.ndarray, np.generic)):
         return ("array",), leaf
     if isinstance(leaf, (bool, int, float, complex)):
@@ -359,10 +359,10 @@ def _export(result: Any, table: StateTable, made: dict) -> Any:
             for key in value:
                 ref = ("state", given[id(key)]) if id(key) in given else ("arg", made[id(key)]) if id(key) in made else None
                 keys.append(ref)
-                values.append(value[key].array)
+                values.append(value[key]._array)
             return _GradientsOut(tuple(keys), values)
         if isinstance(value, Tensor):
-            return _wrap(value.array)
+            return _wrap(value._array)
         if is_stateful(value):
             raise TypeError(f"fgraph.compile: the function returned a {type(value).__name__}; modules, optimizers "
                             "and generators are updated in place, return tensors (or nothing).")
@@ -408,7 +408,7 @@ def _is_sharding(value: Any) -> bool:
 def _constrain(sharding: Any, subtree: Any) -> Any:
     def one(leaf: Any) -> Any:
         if isinstance(leaf, Tensor):
-            return _wrap(jax.lax.with_sharding_constraint(leaf.array, sharding))
+            return _wrap(jax.lax.with_sharding_constraint(leaf._array, sharding))
         return jax.lax.with_sharding_constraint(leaf, sharding) if isinstance(leaf, jax.Array) else leaf
 
     if sharding is None:

@@ -204,7 +204,7 @@ class StateTable:
                 return
         inputs = [final[i] for i in layout[2]]
         self._next_inputs = self._numbers_on_device(
-            [value.array if isinstance(value, Tensor) else value for value in inputs], layout[3])
+            [value._array if isinstance(value, Tensor) else value for value in inputs], layout[3])
 
     def _input_layout(self, plan: "WritePlan", final: list) -> Optional[tuple]:
         """``(plan, which, firsts, kept)`` when ``final`` gives the same program inputs as the call did:
@@ -514,14 +514,14 @@ def distinct(values: list) -> tuple[list, tuple]:
         index = position.get(id(value))
         if index is None:
             index = position[id(value)] = len(inputs)
-            inputs.append(value.array if isinstance(value, Tensor) else value)
+            inputs.append(value._array if isinstance(value, Tensor) else value)
         which.append(index)
     return inputs, tuple(which)
 
 
 def _array_of(value: Any) -> Any:
     if isinstance(value, Tensor):
-        return value.array
+        return value._array
     return value  # a key array, a number, a tuple of numbers (jit traces numbers as weak-typed scalars)
 
 

@@ -70,11 +70,11 @@ def fully_shard(module: "Module", mesh: Optional[Mesh] = None, axis: Union[str, 
     ignored = {id(p) for p in (ignored_params or ())}
     params = {}
     for p in module.parameters():
-        spec = spec_on(p.array, mesh)
+        spec = spec_on(p._array, mesh)
         if id(p) not in ignored:
             spec = _add_axes(spec, tuple(p.shape), axes, size, mesh)
         params[id(p)] = (p, make_spec(spec))
-    buffers = {id(b): (b, make_spec(spec_on(b.array, mesh))) for b in module.buffers()}
+    buffers = {id(b): (b, make_spec(spec_on(b._array, mesh))) for b in module.buffers()}
     return place_module(module, mesh, params, buffers)
 
 

@@ -169,7 +169,7 @@ def shard_batch(tensor: Any, mesh: Mesh, axis: Union[int, str] = 0, mesh_axis: O
     spec[axis] = names[0] if len(names) == 1 else names
     sharding = NamedSharding(mesh, PartitionSpec(*spec))
     parts = math.prod(mesh.shape[n] for n in names)
-    array = concrete(tensor.array)
+    array = concrete(tensor._array)
     from_local = (local and not sharding.is_fully_addressable and not isinstance(array, jax.core.Tracer)
                   and isinstance(array, jax.Array) and array.is_fully_addressable)
     if from_local:
@@ -224,7 +224,7 @@ def place(obj: Any, sharding: jax.sharding.Sharding) -> Any:
         return obj.to(sharding)
     if isinstance(obj, Optimizer):
         for p, state in obj.state.items():
-            obj.state[p] = {k: None if v is None else _wrap(put_array(v.array, _state_sharding(sharding, v.array)))
+            obj.state[p] = {k: None if v is None else _wrap(put_array(v._array, _state_sharding(sharding, v._array)))
                             for k, v in state.items()}
         return obj
     raise TypeError(f"place: expected a Tensor, Module or Optimizer, got {type(obj).__name__}.")

@@ -193,8 +193,8 @@ def place_module(module: "Module", mesh: Mesh, params: Mapping[int, tuple[Any, P
     new_params = {}
     for p, spec in params.values():
         target = NamedSharding(mesh, spec)
-        if p.array.sharding != target:
-            new_params[p] = _make_parameter(put_array(p.array, target), p.requires_grad)
+        if p._array.sharding != target:
+            new_params[p] = _make_parameter(put_array(p._array, target), p.requires_grad)
     rebind(new_params)
     done: dict = {}
     for sub in module.modules():
@@ -203,7 +203,7 @@ def place_module(module: "Module", mesh: Mesh, params: Mapping[int, tuple[Any, P
                 continue
             if id(b) not in done:
                 target = NamedSharding(mesh, buffers[id(b)][1])
-                done[id(b)] = b if b.array.sharding == target else _wrap(put_array(b.array, target))
+                done[id(b)] = b if b._array.sharding == target else _wrap(put_array(b._array, target))
             sub._buffers[name] = done[id(b)]
     return module
 

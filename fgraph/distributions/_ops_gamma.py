@@ -94,7 +94,7 @@ def standard_gamma(concentration: Tensor, *, key: Optional[Key] = None, generato
                         f"{type(concentration).__name__}.")
     k = resolve_key(key, generator, "standard_gamma")
     out = apply_op(STANDARD_GAMMA, (k, concentration), STANDARD_GAMMA.Params(bool(log_space)))
-    check_implicit_key(out.array, key is not None, k, "standard_gamma")
+    check_implicit_key(out._array, key is not None, k, "standard_gamma")
     return out
 
 
@@ -167,5 +167,5 @@ def von_mises_rejection(loc: Tensor, concentration: Tensor, proposal_r: Tensor, 
     k = resolve_key(key, generator, "VonMises.sample")
     out = apply_op(VON_MISES, (k, loc.detach(), concentration.detach(), proposal_r.detach()),
                    VON_MISES.Params(tuple(shape)))
-    check_implicit_key(out.array, key is not None, k, "VonMises.sample")
+    check_implicit_key(out._array, key is not None, k, "VonMises.sample")
     return out

@@ -219,7 +219,7 @@ def _check_out_range(out_dims: Any, out: Any) -> None:
 
 def _to_array(x: Any) -> Any:
     if isinstance(x, Tensor):
-        return x.array
+        return x._array
     raise VmapSpecError(f"vmap: `func` must only return Tensors (or pytrees of Tensors), got a {type(x).__name__}. "
                         "Return Python values from outside vmap, or wrap them with fg.tensor.")
 
@@ -227,7 +227,7 @@ def _to_array(x: Any) -> Any:
 def _run_vmapped(func: Callable, plan: _Plan, kwargs: dict, out_dims: Any, randomness: str,
                  chunk_size: Optional[int], keys: Any) -> Any:
     """The batched result as a pytree of arrays (``keys``: a key batch, one key, or None)."""
-    arrays = [plan.leaves[i].array for i in plan.batched]
+    arrays = [plan.leaves[i]._array for i in plan.batched]
     axes = [plan.dims[i] for i in plan.batched]
     key_axis = 0 if randomness == "different" else None
     if chunk_size is None or chunk_size >= plan.size:
@@ -280,7 +280,7 @@ def _recordable(plan: _Plan, randomness: str, chunk_size: Optional[int]) -> bool
     if randomness != "error" or chunk_size is not None:
         return False
     array_class = array_type()
-    return all(type(leaf.array) is array_class for leaf in plan.leaves if isinstance(leaf, Tensor))
+    return all(type(leaf._array) is array_class for leaf in plan.leaves if isinstance(leaf, Tensor))
 
 
 def _run_recorded(func: Callable, plan: _Plan, kwargs: dict, out_dims: Any) -> Any:
@@ -288,7 +288,7 @@ def _run_recorded(func: Callable, plan: _Plan, kwargs: dict, out_dims: Any) -> A
     rec = BatchRecorder()
     leaves = [_detached(x) for x in plan.leaves]
     for i in plan.batched:
-        leaves[i] = _wrap(rec.add_input(plan.leaves[i].array, plan.dims[i]))
+        leaves[i] = _wrap(rec.add_input(plan.leaves[i]._array, plan.dims[i]))
     generator = _random.default_generator
     before = generator.get_state()
     token = LAZY.set(rec)
@@ -395,7 +395,7 @@ class _PerSampleVjp:
             for pos, t in zip(spec.tensor_pos, fresh):
                 leaves[pos] = t
             if spec.keys is not None:
-                _random.default_generator.set_state(key.array)
+                _random.default_generator.set_state(key._array)
             out = spec.func(*unflatten(spec.plan.treedef, leaves), **spec.kwargs)
             out_leaves = jax.tree_util.tree_leaves(out, is_leaf=_is_tensor_leaf)
             pairs = [(out_leaves[i], c) for i, c in zip(self.used, cotangents) if out_leaves[i].requires_grad]

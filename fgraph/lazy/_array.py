@@ -129,7 +129,7 @@ class LazyArray:
         owner = self._tensor
         if owner is not None:
             t = owner()
-            if t is not None and t.array is self:
+            if t is not None and t._array is self:
                 _OWNER_SETTER[0](t, value)
 
 

@@ -56,14 +56,14 @@ class Parameter(Tensor):
     def __init__(self, data: Any = None, requires_grad: bool = True) -> None:
         if data is None:
             data = _to_array([], None, "Parameter")
-        array = data.array if isinstance(data, Tensor) else _to_array(data, None, "Parameter")
+        array = data._array if isinstance(data, Tensor) else _to_array(data, None, "Parameter")
         _init_leaf(self, placed(array), requires_grad)
         _set_owners(self, [])
         _set_lineage(self, None)
 
     def requires_grad_(self, requires_grad: bool = True) -> "Parameter":
         """A new Parameter with the same data and the given ``requires_grad`` (not rebound anywhere)."""
-        return _make_parameter(self.array, requires_grad)
+        return _make_parameter(self._array, requires_grad)
 
     def __reduce_ex__(self, protocol: Any) -> tuple:
         """Pickle as values and ``requires_grad``; the unpickled Parameter is a fresh leaf, and the modules
@@ -71,7 +71,7 @@ class Parameter(Tensor):
         return _rebuild_parameter, (_host_values(self, "pickle"), self._edge is not None)
 
     def __deepcopy__(self, memo: dict) -> "Parameter":
-        out = _make_parameter(self.array, self._edge is not None)
+        out = _make_parameter(self._array, self._edge is not None)
         memo[id(self)] = out
         return out
 
@@ -137,7 +137,7 @@ class Buffer(Tensor):
     __slots__ = ("persistent",)
 
     def __init__(self, data: Any, *, persistent: bool = True) -> None:
-        array = data.array if isinstance(data, Tensor) else _to_array(data, None, "Buffer")
+        array = data._array if isinstance(data, Tensor) else _to_array(data, None, "Buffer")
         _init_leaf(self, array, False)
         Buffer.__dict__["persistent"].__set__(self, bool(persistent))
 
@@ -289,5 +289,5 @@ def as_parameter(value: Any, like: Optional[Tensor] = None) -> Parameter:
     if isinstance(value, Parameter):
         return value
     requires_grad = True if like is None else like.requires_grad
-    array = value.array if isinstance(value, Tensor) else _to_array(value, None, "Parameter")
+    array = value._array if isinstance(value, Tensor) else _to_array(value, None, "Parameter")
     return _make_parameter(array, requires_grad)

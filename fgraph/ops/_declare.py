@@ -213,7 +213,7 @@ def apply_op(op: OpDef, args: tuple, params: Any = None) -> Any:
     numbers = False
     for a in args:
         if isinstance(a, Tensor):
-            arrays.append(a.array)
+            arrays.append(a._array)
             edge = a._edge
             edges.append(edge)
             if edge is not None:
@@ -255,7 +255,7 @@ def apply_unary(op: OpDef, x: Tensor, params: Any = None) -> Tensor:
     kernel = op._kernels.get(params)
     if kernel is None:
         kernel = op.kernel(params)
-    data = x.array
+    data = x._array
     try:
         lazy = LAZY.get()
         out = kernel(data) if lazy is None else lazy.call(kernel, (data,))
@@ -291,8 +291,8 @@ def apply_binary(op: OpDef, a: Any, b: Any, params: Any = None) -> Tensor:
     kernel = op._kernels.get(params)
     if kernel is None:
         kernel = op.kernel(params)
-    da = a.array
-    db = b.array
+    da = a._array
+    db = b._array
     try:
         lazy = LAZY.get()
         out = kernel(da, db) if lazy is None else lazy.call(kernel, (da, db))
@@ -416,7 +416,7 @@ class OpNode(Node):
             for a in saved:
                 if type(a) is Packed:
                     a = a.get()
-                args.append(_ran(a.array) if isinstance(a, Tensor) else a)
+                args.append(_ran(a._array) if isinstance(a, Tensor) else a)
         if self.op.save_result:
             if self.op.num_outputs == 1:
                 args.append(_ran(_unpacked_array(self.saved_result)))
@@ -433,7 +433,7 @@ class OpNode(Node):
                 if type(a) is Packed:
                     kinds.append(Packed)
                 else:
-                    kinds.append(type(a.array) if isinstance(a, Tensor) else type(a))
+                    kinds.append(type(a._array) if isinstance(a, Tensor) else type(a))
         if self.op.save_result:
             results = (self.saved_result,) if self.op.num_outputs == 1 else self.saved_result
             kinds.extend(Packed if type(r) is Packed else type(r) for r in results)
@@ -450,7 +450,7 @@ class OpNode(Node):
         kernel = op._rule_kernels.get(key)
         if kernel is None:
             kernel = op.rule_kernel(*key)
-        args = [None if g is None else g.array for g in grad_outputs]
+        args = [None if g is None else g._array for g in grad_outputs]
         lazy = LAZY.get()
         args.extend(saved if lazy is not None else constants(saved))  # saved numbers: see apply_op
         outs = kernel(*args) if lazy is None else lazy.call(kernel, args)
@@ -516,7 +516,7 @@ def _ran(array: Any) -> Any:
 
 
 def _unpacked_array(saved: Any) -> Any:
-    return saved.get().array if type(saved) is Packed else saved
+    return saved.get()._array if type(saved) is Packed else saved
 
 
 def _default_needs(in_meta: tuple) -> tuple[bool, ...]:
@@ -553,7 +553,7 @@ def _traced_rule(op: OpDef, params: Any, in_meta: tuple, needs: Optional[tuple],
             result = _wrap(rest[0]) if op.num_outputs == 1 else tuple(_wrap(r) for r in rest)
         g: Any = _conj(grads[0]) if op.num_outputs == 1 else tuple(map(_conj, _fill_zeros(grads, out_meta)))
         outs = _finish(op.rule(RuleContext(inputs, result, params, needs, in_meta), g), needs, in_meta)
-        return tuple(None if o is None else o.array for o in outs)
+        return tuple(None if o is None else o._array for o in outs)
     finally:
         _GRAD_ENABLED.reset(token)
 

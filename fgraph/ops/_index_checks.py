@@ -33,7 +33,7 @@ _INDEX_DTYPES = (np.dtype("int32"), np.dtype("int64"))
 
 def is_traced(x: Any) -> bool:
     """Whether ``x`` (a Tensor or an array) is a JAX tracer, i.e. its values are unknown."""
-    data = x.array if isinstance(x, Tensor) else x
+    data = x._array if isinstance(x, Tensor) else x
     return isinstance(data, jax.core.Tracer) or (type(data) is LazyArray and data.abstract)
 
 
@@ -47,7 +47,7 @@ def check_tensor(x: Any, op: str, what: str = "input") -> Tensor:
 def index_array(index: Any, op: str, what: str = "index") -> jax.Array:
     """The array of an integer index (int32 or int64), or a clear error for anything else."""
     if isinstance(index, Tensor):
-        data = index.array
+        data = index._array
     elif isinstance(index, (jax.Array, np.ndarray)):
         data = jnp.asarray(index)
     else:

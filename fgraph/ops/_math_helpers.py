@@ -108,7 +108,7 @@ def check_float_tensor(op: str, name: str, a: Any) -> None:
         raise OpError(
             f"{op}: argument '{name}' must be a Tensor, got {type_name(a)}; wrap it with fgraph.tensor(...)."
         )
-    dtype = a.array.dtype
+    dtype = a._array.dtype
     if dtype.kind not in "fc" and not jnp.issubdtype(dtype, jnp.floating):  # bfloat16's kind is 'V'
         raise OpError(
             f"{op}: argument '{name}' must be a floating-point or complex tensor, got {describe(a)}; "
@@ -120,7 +120,7 @@ def check_not_bool(op: str, *args: Any) -> None:
     """Arithmetic that PyTorch does not define on bool (floor, remainder...): a clear error."""
     for a in args:  # hot path: one dtype look-up per operand
         if isinstance(a, Tensor):
-            if a.array.dtype.kind != "b":
+            if a._array.dtype.kind != "b":
                 return
         elif type(a) is float or type(a) is int or not isinstance(a, (bool, np.bool_)) and dtype_of(a).kind != "b":
             return

@@ -58,7 +58,7 @@ def float_dtype(dtype: Any, op: str) -> np.dtype:
 
 def leaf(out: Tensor, requires_grad: bool, device: Any = None) -> Tensor:
     """``out`` itself, or a new leaf over its data that requires grad; on ``device`` if given."""
-    out = Tensor(out.array, requires_grad=True) if requires_grad else out
+    out = Tensor(out._array, requires_grad=True) if requires_grad else out
     return out if device is None else _place(out, device)
 
 
@@ -128,7 +128,7 @@ def _endpoint(v: Any, name: str, op: str) -> Any:
     if isinstance(v, Tensor):
         if v.ndim != 0:
             raise OpError(f"{op}: {name} must be a number or a 0-dimensional tensor, got a tensor of shape {v.shape}.")
-        return v.array
+        return v._array
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
         raise TypeError(f"{op}: {name} must be a real number or a 0-dimensional tensor, got {type(v).__name__} {v!r}.")
     return v
@@ -215,7 +215,7 @@ def new_tensor(self: Tensor, data: Any, *, dtype: Any = None, device: Any = None
         dtype('float16')
     """
     return tensor(data, dtype=self.dtype if dtype is None else dtype, requires_grad=requires_grad,
-                  device=like_device(self.array, device))
+                  device=like_device(self._array, device))
 
 
 def new_zeros(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
@@ -228,7 +228,7 @@ def new_zeros(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
         [0, 0]
     """
     return zeros(size_arg(size, "new_zeros"), dtype=self.dtype if dtype is None else dtype,
-                device=like_device(self.array, device),
+                device=like_device(self._array, device),
                  requires_grad=requires_grad)
 
 
@@ -242,7 +242,7 @@ def new_ones(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
         [1, 1, 1]
     """
     return ones(size_arg(size, "new_ones"), dtype=self.dtype if dtype is None else dtype,
-                device=like_device(self.array, device),
+                device=like_device(self._array, device),
                 requires_grad=requires_grad)
 
 
@@ -256,7 +256,7 @@ def new_empty(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
         dtype('float16')
     """
     return zeros(size_arg(size, "new_empty"), dtype=self.dtype if dtype is None else dtype,
-                device=like_device(self.array, device),
+                device=like_device(self._array, device),
                  requires_grad=requires_grad)
 
 
@@ -270,7 +270,7 @@ def new_full(self: Tensor, size: Any, fill_value: Any, *, dtype: Any = None, dev
         [3.0, 3.0]
     """
     return full(size, fill_value, dtype=self.dtype if dtype is None else dtype, requires_grad=requires_grad,
-                device=like_device(self.array, device))
+                device=like_device(self._array, device))
 
 
 #: Installed as ``Tensor.<name>`` methods.

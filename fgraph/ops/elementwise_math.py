@@ -394,7 +394,7 @@ def lerp(input: Tensor, end: Tensor, weight: Number) -> Tensor:
 
 
 def _check_same_dtype(input: Tensor, name: str, t: Tensor) -> None:
-    if t.array.dtype != input.array.dtype:
+    if t._array.dtype != input._array.dtype:
         raise OpError(
             f"lerp: '{name}' has dtype {t.dtype} but input has dtype {input.dtype} "
             f"(input {describe(input)}, {name} {describe(t)}); cast them to one dtype, e.g. {name}.to(input.dtype)."

@@ -96,7 +96,7 @@ def _int_or_none(v: Any) -> Any:
 
 
 def _index_array(it: Any, shape: tuple, dim: int, op: str = "index") -> Any:
-    device = it.array if isinstance(it, Tensor) else it
+    device = it._array if isinstance(it, Tensor) else it
     traced = isinstance(device, jax.core.Tracer)
     data = device if traced else np.asarray(device)  # host copy: bounds and masks are checked eagerly
     if not isinstance(device, jax.Array):
@@ -463,7 +463,7 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
         )
     shape = _broadcast(op, input, mask) or (1,)
     x = expand(reshape(input, (1,)) if input.ndim == 0 else input, shape)
-    arrays = tuple(jnp.asarray(a) for a in np.nonzero(np.broadcast_to(np.asarray(mask.array), shape)))
+    arrays = tuple(jnp.asarray(a) for a in np.nonzero(np.broadcast_to(np.asarray(mask._array), shape)))
     return apply_op(MASKED_SELECT, (x,) + arrays, MASKED_SELECT.Params((_ARRAY,) * len(shape)))
 
 

@@ -101,7 +101,7 @@ def _run_eig(A: Tensor, op: str) -> tuple:
     except OpError:
         raise
     except Exception:  # XLA's "not implemented on this platform"
-        platforms = sorted({d.platform for d in A.array.devices()}) if isinstance(A.array, jax.Array) else []
+        platforms = sorted({d.platform for d in A._array.devices()}) if isinstance(A._array, jax.Array) else []
         if platforms and platforms != ["cpu"]:
             raise OpError(
                 f"{op}: the eigendecomposition of a non-symmetric matrix (jax.numpy.linalg.eig) is implemented on "

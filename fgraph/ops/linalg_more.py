@@ -365,10 +365,10 @@ class SolveExResult(NamedTuple):
 
 
 def _checked(info: Tensor, op: str, what: str) -> Tensor:
-    if isinstance(info.array, jax.core.Tracer):
+    if isinstance(info._array, jax.core.Tracer):
         raise OpError(f"{op}: check_errors=True reads info on the host, which is impossible while tracing "
                       "(jax.jit, fg.compile); use check_errors=False and test info yourself.")
-    bad = np.asarray(info.array)
+    bad = np.asarray(info._array)
     if bad.any():
         raise OpError(f"{op}: {what} (info = {bad.tolist()}).")
     return info

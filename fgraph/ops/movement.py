@@ -349,14 +349,14 @@ REPEAT_INDEX = declare("repeat_interleave", _repeat_index_forward, None, params=
 
 def _repeat_index(repeats: Tensor, size: int, output_size: Optional[int], where: str) -> Tensor:
     """``arange(size)`` with element ``i`` repeated ``repeats[i]`` times (an integer Tensor)."""
-    if isinstance(repeats.array, jax.core.Tracer):
+    if isinstance(repeats._array, jax.core.Tracer):
         if output_size is None:
             raise OpError(
                 f"{where}: with a tensor of repeats the output size depends on their values, which are not "
                 "known while tracing (jax.jit, vmap, fg.compile); pass output_size=<sum of repeats>."
             )
     else:
-        counts = np.broadcast_to(np.asarray(repeats.array).reshape(-1), (size,))
+        counts = np.broadcast_to(np.asarray(repeats._array).reshape(-1), (size,))
         if counts.size and counts.min() < 0:
             raise OpError(f"{where}: repeats must be non-negative, got {counts.tolist()}.")
         total = int(counts.sum())

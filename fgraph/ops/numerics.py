@@ -401,7 +401,7 @@ def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e
     """
     close = isclose(input, other, rtol, atol, equal_nan)
     _concrete("allclose", input, other)
-    return bool(jnp.all(close.array))
+    return bool(jnp.all(close._array))
 
 
 def equal(input: Tensor, other: Tensor) -> bool:
@@ -417,7 +417,7 @@ def equal(input: Tensor, other: Tensor) -> bool:
     if tuple(input.shape) != tuple(other.shape):
         return False
     _concrete("equal", input, other)
-    return bool(jnp.all(input.array == other.array))
+    return bool(jnp.all(input._array == other._array))
 
 
 #: Exported as ``fgraph.<name>``.

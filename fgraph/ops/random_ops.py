@@ -122,7 +122,7 @@ def _sample(op: OpDef, args: tuple, params: Any, key: Optional[Key], generator: 
     """Run a random kernel on ``(key, *args)``; refuse a generator's key while traced."""
     k = resolve_key(key, generator, name)
     out = apply_op(op, (k, *args), params)
-    check_implicit_key(out.array, key is not None, k, name)
+    check_implicit_key(out._array, key is not None, k, name)
     return out
 
 
@@ -181,7 +181,7 @@ def rand_like(input: Tensor, *, key: Optional[Key] = None, generator: Optional[G
     _check_tensor(input, "input", "rand_like")
     dt = float_dtype(input.dtype if dtype is None else dtype, "rand_like")
     return rand(input.shape, key=key, generator=generator, dtype=dt, requires_grad=requires_grad,
-              device=like_device(input.array, device))
+              device=like_device(input._array, device))
 
 
 def randn_like(input: Tensor, *, key: Optional[Key] = None, generator: Optional[Generator] = None,
@@ -197,7 +197,7 @@ def randn_like(input: Tensor, *, key: Optional[Key] = None, generator: Optional[
     _check_tensor(input, "input", "randn_like")
     dt = float_dtype(input.dtype if dtype is None else dtype, "randn_like")
     return randn(input.shape, key=key, generator=generator, dtype=dt, requires_grad=requires_grad,
-               device=like_device(input.array, device))
+               device=like_device(input._array, device))
 
 
 # -- integers --------------------------------------------------------------------------------------------
@@ -272,7 +272,7 @@ def randint_like(input: Tensor, low: Any = 0, high: Any = None, *, key: Optional
         low, high = 0, low
     return randint(low, high, input.shape, key=key, generator=generator,
                    dtype=input.dtype if dtype is None else dtype, requires_grad=requires_grad,
-                   device=like_device(input.array, device))
+                   device=like_device(input._array, device))
 
 
 def randperm(n: int, *, key: Optional[Key] = None, generator: Optional[Generator] = None, dtype: Any = None,
@@ -357,7 +357,7 @@ def normal(mean: Any = 0.0, std: Any = 1.0, size: Any = None, *, key: Optional[K
             f"{tuple(getattr(std, 'shape', ()))} do not broadcast; align them from the right, where each pair "
             "of sizes is equal or one of them is 1."
         ) from None
-    dt = np.dtype(jnp.result_type(*(v.array if isinstance(v, Tensor) else v for v in (mean, std))))
+    dt = np.dtype(jnp.result_type(*(v._array if isinstance(v, Tensor) else v for v in (mean, std))))
     eps = _sample(RANDN, (), RANDN.Params(shape, dt), key, generator, "normal")
     return add(mean, mul(std, eps))
 

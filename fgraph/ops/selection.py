@@ -60,7 +60,7 @@ def _check_q(q: Any, input: Tensor, op: str) -> Tensor:
                 f"{op}: q tensor must have the input's dtype {input.dtype}, got {q.dtype}; "
                 f"convert it with q.to({input.dtype})."
             )
-        if not is_traced(q) and q.numel() and not bool(jnp.all((q.array >= 0) & (q.array <= 1))):
+        if not is_traced(q) and q.numel() and not bool(jnp.all((q._array >= 0) & (q._array <= 1))):
             raise OpError(f"{op}: q values must be in the range [0, 1], got {q.tolist()}.")
         return q
     if isinstance(q, bool) or not isinstance(q, (int, float)):

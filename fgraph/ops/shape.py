@@ -83,7 +83,7 @@ def reshape(input: Tensor, *shape: Any) -> Tensor:
         return input
     out = apply_unary(RESHAPE, input, RESHAPE.Params(target))
     if isinstance(input, Tensor):  # a loss's class-index check then needs no new host read (_known_ranges)
-        inherit(input.array, out.array)
+        inherit(input._array, out._array)
     return out
 
 

@@ -190,7 +190,7 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
         raise OpError(f"{op}: source dtype {source.dtype} does not match input dtype {input.dtype}; "
                       f"cast it with .to({input.dtype}).")
     shape = _broadcast(op, input, mask)
-    m = jnp.broadcast_to(mask.array, shape)
+    m = jnp.broadcast_to(mask._array, shape)
     count = math.prod(source.shape)
     if not is_traced(mask):
         needed = int(np.count_nonzero(np.asarray(m)))
@@ -301,9 +301,9 @@ def scalar_tensor(s: Any, *, dtype: Any = None, device: Any = None, requires_gra
         ((), dtype('float32'), 3.0)
     """
     if isinstance(s, Tensor):
-        if s.array.size != 1:
+        if s._array.size != 1:
             raise OpError(f"scalar_tensor: expected a number, got a tensor of shape {s.shape}.")
-        s = s.array.reshape(())
+        s = s._array.reshape(())
     elif not isinstance(s, (bool, int, float, complex, np.generic)):
         raise TypeError(f"scalar_tensor: expected a number, got {type_name(s)}.")
     dt = canonical_dtype(dtype, "scalar_tensor")
@@ -373,7 +373,7 @@ def cpu(self: Tensor, memory_format: Any = None) -> Tensor:
     """
     from fgraph._methods import _to_device
 
-    data = concrete(self.array)  # a pending value (deferred dispatch) runs first: it may not be on the CPU
+    data = concrete(self._array)  # a pending value (deferred dispatch) runs first: it may not be on the CPU
     if isinstance(data, jax.core.Tracer) or not isinstance(data, jax.Array):
         return self
     if all(d.platform == "cpu" for d in data.devices()):

@@ -281,7 +281,7 @@ def histogram(input: Tensor, bins: Union[int, Tensor], *, range: Optional[tuple]
         if weight.shape != input.shape or weight.dtype != input.dtype:
             raise OpError(f"histogram: weight must have input's shape {tuple(input.shape)} and dtype {input.dtype}, "
                           f"got {tuple(weight.shape)} and {weight.dtype}.")
-    weight = _wrap(jnp.broadcast_to(weight.array, input.shape))
+    weight = _wrap(jnp.broadcast_to(weight._array, input.shape))
     hist = apply_op(HISTOGRAM, (input.detach(), edges, weight), HISTOGRAM.Params(bool(density)))
     return HistogramResult(hist, edges)
 

@@ -41,7 +41,7 @@ def _host(input: Tensor, op: str, fix: str) -> np.ndarray:
             f"so {op} runs eagerly only, not under tracing (jax.jit, vmap, fg.compile). Call it outside the "
             f"traced function, or {fix}."
         )
-    return np.asarray(input.array)
+    return np.asarray(input._array)
 
 
 def _index(a: Any) -> Tensor:

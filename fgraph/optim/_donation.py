@@ -120,7 +120,7 @@ def plan_donation(active: list, states: list, state: dict, grad_holders: Optiona
                 t = held[key]
                 if type(key) is not str or t is None or _refs(t) != own + 1:  # the dict alone: no one kept t
                     continue
-                array = t.array
+                array = t._array
                 if arrays.get(key) is array and _donatable(array) and _refs(array) == own + 2:  # t and `arrays`
                     donated[(n, key)] = array
                     arrays[key] = None
@@ -129,7 +129,7 @@ def plan_donation(active: list, states: list, state: dict, grad_holders: Optiona
             # parameter's sharding by the step is a new record, but spans several devices: never donated.)
             g = active[n][2]
             if _refs(g) == own + 1 + grad_holders and g.dtype == active[n][1].dtype:
-                array = g.array
+                array = g._array
                 if _donatable(array) and _refs(array) == own + 1:  # g alone
                     donated[(n, "")] = array
     return donated

@@ -45,7 +45,7 @@ class Adadelta(Optimizer):
         return (group["weight_decay"] != 0, bool(group["maximize"]))
 
     def init_state(self, param: Any, group: dict) -> dict:
-        zeros = jnp.zeros_like(param.array)
+        zeros = jnp.zeros_like(param._array)
         return {"step": jnp.zeros((), jnp.float32), "square_avg": zeros, "acc_delta": zeros}
 
     @staticmethod

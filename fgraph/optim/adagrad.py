@@ -40,7 +40,7 @@ class Adagrad(Optimizer):
 
     def init_state(self, param: Any, group: dict) -> dict:
         return {"step": jnp.zeros((), jnp.float32),
-                "sum": jnp.full_like(param.array, group["initial_accumulator_value"])}
+                "sum": jnp.full_like(param._array, group["initial_accumulator_value"])}
 
     @staticmethod
     def update(static: tuple, hyper: dict, params: list, grads: list, states: list) -> tuple[list, list]:

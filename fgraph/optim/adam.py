@@ -51,7 +51,7 @@ class Adam(Optimizer):
                 bool(group["maximize"]))
 
     def init_state(self, param: Any, group: dict) -> dict:
-        zeros = jnp.zeros_like(param.array)
+        zeros = jnp.zeros_like(param._array)
         state = {"step": jnp.zeros((), jnp.float32), "exp_avg": zeros, "exp_avg_sq": zeros}
         if group["amsgrad"]:
             state["max_exp_avg_sq"] = zeros

@@ -45,7 +45,7 @@ class Adamax(Optimizer):
         return (group["weight_decay"] != 0, bool(group["maximize"]))
 
     def init_state(self, param: Any, group: dict) -> dict:
-        zeros = jnp.zeros_like(param.array)
+        zeros = jnp.zeros_like(param._array)
         return {"step": jnp.zeros((), jnp.float32), "exp_avg": zeros, "exp_inf": zeros}
 
     @staticmethod

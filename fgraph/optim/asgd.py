@@ -47,7 +47,7 @@ class ASGD(Optimizer):
 
     def init_state(self, param: Any, group: dict) -> dict:
         return {"step": jnp.zeros((), jnp.float32), "eta": jnp.asarray(group["lr"], jnp.float32),
-                "mu": jnp.ones((), jnp.float32), "ax": jnp.zeros_like(param.array)}
+                "mu": jnp.ones((), jnp.float32), "ax": jnp.zeros_like(param._array)}
 
     @staticmethod
     def update(static: tuple, hyper: dict, params: list, grads: list, states: list) -> tuple[list, list]:

@@ -86,14 +86,14 @@ class LBFGS(Optimizer):
 
     # -- flat vector <-> parameters ------------------------------------------------------------------
     def _gather_flat(self) -> jax.Array:
-        return _flatten(*(replicated(p.array) for p in self.param_groups[0]["params"]))  # sharded: gathered
+        return _flatten(*(replicated(p._array) for p in self.param_groups[0]["params"]))  # sharded: gathered
 
     def _set_flat(self, flat: jax.Array) -> None:
         """Make the parameters ``flat`` (split in parameter order) and rebind them where the old ones are held."""
         group = self.param_groups[0]
         first = group["params"][0]
         pieces = _unflatten(flat, tuple((p.shape, p.dtype) for p in group["params"]))
-        pieces = [place_like_param(piece, p.array) for piece, p in zip(pieces, group["params"])]  # sharded: split
+        pieces = [place_like_param(piece, p._array) for piece, p in zip(pieces, group["params"])]  # sharded: split
         self._rebind_group(group, dict(enumerate(pieces)))
         if first in self.state:  # PyTorch keeps LBFGS's state on the first parameter
             self.state[group["params"][0]] = self.state.pop(first)
@@ -120,7 +120,7 @@ class LBFGS(Optimizer):
                 raise ValueError(f"LBFGS.step: the gradient of parameter {i} has shape {g.shape}, the parameter "
                                  f"{p.shape}; return the gradients of the loss w.r.t. the optimizer's parameters.")
             else:
-                pieces.append(replicated(g.array))
+                pieces.append(replicated(g._array))
         return loss, float(loss.item()), _flatten(*pieces)
 
     # -- the step ------------------------------------------------------------------------------------
@@ -485,7 +485,7 @@ def _array_or_none(value: Any) -> Any:
     if value is None:
         return None
     if isinstance(value, Tensor):
-        return value.array
+        return value._array
     return jnp.asarray(value)
 
 

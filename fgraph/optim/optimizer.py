@@ -243,9 +243,9 @@ class Optimizer:
         hyper = self._hyper_on_device(group, self._hyper_values(group))
         states = [_arrays(self.state[p]) if p in self.state else self._first_state(p, group) for _, p, _ in active]
         donated = plan_donation(active, states, self.state, grad_holders) if lazy is None or not lazy.abstract else {}
-        grad_arrays = [None if (n, "") in donated else g.array if g.dtype == p.dtype else g.array.astype(p.dtype)
+        grad_arrays = [None if (n, "") in donated else g._array if g.dtype == p.dtype else g._array.astype(p.dtype)
                        for n, (_, p, g) in enumerate(active)]
-        args = (hyper, [p.array for _, p, _ in active], grad_arrays, states, donated)
+        args = (hyper, [p._array for _, p, _ in active], grad_arrays, states, donated)
         del donated  # the arguments hold it: its buffers are gone once the kernel runs
         if lazy is None:
             results, new_params, new_states = kernel(*args)
@@ -331,14 +331,14 @@ class Optimizer:
         primed = []
         for group in self.param_groups:
             for p in group["params"]:
-                if not p.requires_grad or p in self.state or isinstance(p.array, jax.core.Tracer):
+                if not p.requires_grad or p in self.state or isinstance(p._array, jax.core.Tracer):
                     continue
                 state = host_values(functools.partial(self.init_state, p, group))  # no compile per shape
                 if state is None:
                     state = self.init_state(p, group)
                 if not state or any(v is None for v in state.values()):
                     continue
-                self.state[p] = {k: _wrap(place_like_param(v, p.array)) for k, v in state.items()}
+                self.state[p] = {k: _wrap(place_like_param(v, p._array)) for k, v in state.items()}
                 primed.append(p)
         return primed
 
@@ -352,7 +352,7 @@ class Optimizer:
         # Placed like the parameter (committed, as later steps' states are), so the first step's kernel is reused:
         # buffers shaped like it take its sharding, scalars (``step``) are replicated on its devices.
         state = self.init_state(param, group)
-        data = param.array
+        data = param._array
         if isinstance(data, jax.core.Tracer) or not data.committed:  # nothing to match
             return distinct_arrays(state)
         return distinct_arrays({k: None if v is None else place_like_param(v, data) for k, v in state.items()})
@@ -488,7 +488,7 @@ _CONTAINER_HOLDERS = {Gradients: 1, dict: 1, list: 2, tuple: 2}
 
 
 def _arrays(state: dict) -> dict:
-    return {k: None if v is None else v.array for k, v in state.items()}
+    return {k: None if v is None else v._array for k, v in state.items()}
 
 
 def _state_value(name: str, value: Any, param: Tensor, made: Any = None) -> Any:
@@ -502,7 +502,7 @@ def _state_value(name: str, value: Any, param: Tensor, made: Any = None) -> Any:
             array = array.astype(made)
         elif name != "step":
             array = array.astype(param.dtype)
-    return _wrap(place_like_param(array, param.array))  # as torch moves state to its parameter's device
+    return _wrap(place_like_param(array, param._array))  # as torch moves state to its parameter's device
 
 
 def _group_value(value: Any) -> Any:

@@ -52,7 +52,7 @@ class RAdam(Optimizer):
         return (group["weight_decay"] != 0, bool(group["decoupled_weight_decay"]), bool(group["maximize"]))
 
     def init_state(self, param: Any, group: dict) -> dict:
-        zeros = jnp.zeros_like(param.array)
+        zeros = jnp.zeros_like(param._array)
         return {"step": jnp.zeros((), jnp.float32), "exp_avg": zeros, "exp_avg_sq": zeros}
 
     @staticmethod

@@ -40,7 +40,7 @@ class RMSprop(Optimizer):
         return (group["weight_decay"] != 0, group["momentum"] > 0, bool(group["centered"]), bool(group["maximize"]))
 
     def init_state(self, param: Any, group: dict) -> dict:
-        zeros = jnp.zeros_like(param.array)
+        zeros = jnp.zeros_like(param._array)
         state = {"step": jnp.zeros((), jnp.float32), "square_avg": zeros}
         if group["momentum"] > 0:
             state["momentum_buffer"] = zeros

@@ -50,8 +50,8 @@ class Rprop(Optimizer):
         return (bool(group["maximize"]),)
 
     def init_state(self, param: Any, group: dict) -> dict:
-        return {"step": jnp.zeros((), jnp.float32), "prev": jnp.zeros_like(param.array),
-                "step_size": jnp.full_like(param.array, group["lr"])}
+        return {"step": jnp.zeros((), jnp.float32), "prev": jnp.zeros_like(param._array),
+                "step_size": jnp.full_like(param._array, group["lr"])}
 
     @staticmethod
     def update(static: tuple, hyper: dict, params: list, grads: list, states: list) -> tuple[list, list]:

@@ -90,7 +90,7 @@ class _Flattener:
         node: dict[str, Any] = {}
         data = obj
         if isinstance(obj, Tensor):
-            data = concrete(obj.array)  # a value deferred dispatch holds pending runs now
+            data = concrete(obj._array)  # a value deferred dispatch holds pending runs now
             node["kind"] = "parameter" if isinstance(obj, Parameter) else "tensor"
             if obj.requires_grad:
                 node["requires_grad"] = True
@@ -211,7 +211,7 @@ class Loader:
         if not (isinstance(node, dict) and "array" in node):
             raise CheckpointError(f"load: the state_dict holds an array at {where(path)!r}, {self.checkpoint_id!r} "
                                   f"holds {_describe(node)} there.")
-        data = concrete(target.array) if isinstance(target, Tensor) else target
+        data = concrete(target._array) if isinstance(target, Tensor) else target
         if isinstance(data, jax.core.Tracer):
             raise TypeError(f"load: the target at {where(path)!r} is traced (inside fg.compile, jax.jit or vmap); load "
                             "into concrete tensors, outside the traced function.")

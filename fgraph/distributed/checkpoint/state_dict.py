@@ -149,7 +149,7 @@ def _initial_states(opt: Any, group: dict, params: list) -> list[dict]:
             out.append({k: v for k, v in state.items() if v is not None})
         return out
 
-    arrays = [concrete(p.array) for p in params]
+    arrays = [concrete(p._array) for p in params]
     shapes = jax.eval_shape(make, arrays)
     shardings = [a.sharding for a in arrays]
     if all(isinstance(s, NamedSharding) for s in shardings):  # moments like the parameter, scalars replicated

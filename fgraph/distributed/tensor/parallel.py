@@ -202,9 +202,9 @@ def parallelize_module(module: "Module", mesh: Optional[Mesh] = None, plan: Any 
                 chosen[id(p)] = (p, spec, source)
             if isinstance(value, ParallelStyle):
                 attachments.append((value, modules[name]))
-    params = {id(p): (p, make_spec(spec_on(p.array, mesh))) for p in module.parameters()}
+    params = {id(p): (p, make_spec(spec_on(p._array, mesh))) for p in module.parameters()}
     params.update({k: (p, spec) for k, (p, spec, _) in chosen.items()})
-    buffers = {id(b): (b, make_spec(spec_on(b.array, mesh))) for b in module.buffers()}
+    buffers = {id(b): (b, make_spec(spec_on(b._array, mesh))) for b in module.buffers()}
     place_module(module, mesh, params, buffers)
     for style, sub in attachments:
         style.attach(sub, mesh, _tp_axis(mesh, style.axis or axis))
@@ -287,7 +287,7 @@ def _specs_for(value: Any, sub: "Module", name: str, mesh: Mesh, axis: Optional[
 
 def _style_spec(p: Any, dim: Optional[int], tp: str, mesh: Mesh, source: str, full: str) -> PartitionSpec:
     """``p``'s spec on ``mesh`` with the tensor-parallel axis moved to ``dim`` (or removed when ``dim`` is None)."""
-    spec = [tuple(a for a in entry_axes(e) if a != tp) or None for e in spec_on(p.array, mesh)]
+    spec = [tuple(a for a in entry_axes(e) if a != tp) or None for e in spec_on(p._array, mesh)]
     if dim is not None:
         if spec[dim] is not None:
             raise ValueError(
@@ -324,7 +324,7 @@ def _split_activation(value: Any, mesh: Mesh, axis: str, dim: int) -> Any:
         raise ValueError(f"SequenceParallel: an activation of shape {tuple(value.shape)} cannot be split along "
                          f"dimension {d} (size {value.shape[d]}) over mesh axis {axis!r} ({mesh.shape[axis]} devices); "
                          "use a sequence length the axis size divides, or sequence_dim= the sequence dimension.")
-    array = value.array
+    array = value._array
     explicit = any(t == jax.sharding.AxisType.Explicit for t in mesh.axis_types)
     if isinstance(array, jax.core.Tracer) and not explicit:  # inside fg.compile: XLA lays out the other dimensions
         spec = [PartitionSpec.UNCONSTRAINED] * value.ndim

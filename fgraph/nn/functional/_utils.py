@@ -45,7 +45,7 @@ def int_tuple(v: IntOrTuple, n: int, op: str, name: str) -> tuple[int, ...]:
 
 def is_traced(t: Any) -> bool:
     """Whether ``t`` (a Tensor or array) holds a JAX tracer (inside jit/vmap/compile)."""
-    data = t.array if isinstance(t, Tensor) else t
+    data = t._array if isinstance(t, Tensor) else t
     return isinstance(data, jax.core.Tracer) or (type(data) is LazyArray and data.abstract)
 
 

@@ -247,7 +247,7 @@ def _mask(input: Tensor, p: float, shape: tuple, key: Any, generator: Optional[G
     """``keep / (1 - p)`` of ``shape``; refuses a generator's key while traced (it would be baked in)."""
     k = resolve_key(key, generator, op)
     mask = apply_op(_DROPOUT_MASK, (k,), _DROPOUT_MASK.Params(float(p), shape, input.dtype))
-    check_implicit_key(mask.array, key is not None, k, op)
+    check_implicit_key(mask._array, key is not None, k, op)
     return mask
 
 
@@ -449,7 +449,7 @@ def embedding(
             raise OpError(f"embedding: padding_idx {padding_idx} must be within num_embeddings ({num}).")
         padding_idx = int(padding_idx) % num
     if not is_traced(input) and input.numel():
-        values = np.asarray(input.array)
+        values = np.asarray(input._array)
         lo, hi = int(values.min()), int(values.max())
         if lo < 0 or hi >= num:
             raise IndexError(
@@ -491,7 +491,7 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
         )
     if not traced:
         if tensor.numel():
-            values = np.asarray(tensor.array)
+            values = np.asarray(tensor._array)
             lo, hi = int(values.min()), int(values.max())
             if lo < 0:
                 raise OpError(f"one_hot: class values must be non-negative, got {lo}.")

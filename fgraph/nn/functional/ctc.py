@@ -166,18 +166,18 @@ def _padded_targets(targets: Tensor, target_lengths: Tensor, n: int) -> Tensor:
     if is_traced(target_lengths) or is_traced(targets):
         s = total
     else:
-        lengths = np.asarray(target_lengths.array)
+        lengths = np.asarray(target_lengths._array)
         if lengths.sum() != total:
             raise OpError(
                 f"ctc_loss: 1-D (concatenated) targets hold {total} labels but target_lengths sum to "
                 f"{int(lengths.sum())}; they must be equal."
             )
         s = int(lengths.max()) if n else 0
-    tl = target_lengths.array.astype(jnp.int32)
+    tl = target_lengths._array.astype(jnp.int32)
     starts = jnp.cumsum(tl) - tl
     idx = starts[:, None] + jnp.arange(s)[None]
     inside = jnp.arange(s)[None] < tl[:, None]
-    data = targets.array
+    data = targets._array
     gathered = jnp.take(data, jnp.clip(idx, 0, max(total - 1, 0)), axis=0) if total else jnp.zeros((n, s), data.dtype)
     return _wrap(jnp.where(inside, gathered, 0))
 
@@ -186,7 +186,7 @@ def _check_values(log_probs: Tensor, targets: Tensor, il: Tensor, tl: Tensor, bl
     if any(is_traced(t) for t in (targets, il, tl)):
         return
     t_len, c = log_probs.shape[0], log_probs.shape[2]
-    ils, tls = np.asarray(il.array), np.asarray(tl.array)
+    ils, tls = np.asarray(il._array), np.asarray(tl._array)
     if ils.size and (ils.min() < 0 or ils.max() > t_len):
         raise OpError(f"ctc_loss: input_lengths must lie in [0, {t_len}] (the number of frames), got {ils.tolist()}.")
     if tls.size and (tls.min() < 0 or (padded and tls.max() > targets.shape[1])):
@@ -194,7 +194,7 @@ def _check_values(log_probs: Tensor, targets: Tensor, il: Tensor, tl: Tensor, bl
             f"ctc_loss: target_lengths must lie in [0, {targets.shape[1] if padded else 'len(targets)'}], "
             f"got {tls.tolist()}."
         )
-    vals = np.asarray(targets.array)
+    vals = np.asarray(targets._array)
     if padded:
         vals = vals[np.arange(vals.shape[1])[None] < tls[:, None]]
     if vals.size and (vals.min() < 0 or vals.max() >= c):

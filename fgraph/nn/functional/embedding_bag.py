@@ -60,7 +60,7 @@ def _check_offsets(offsets: Tensor, n: int, include_last_offset: bool) -> None:
     """PyTorch's eager checks of the offset values (skipped under tracing)."""
     if is_traced(offsets) or offsets.numel() == 0:
         return
-    values = np.asarray(offsets.array)
+    values = np.asarray(offsets._array)
     if values[0] != 0:
         raise OpError(
             f"embedding_bag: offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from "
@@ -172,12 +172,12 @@ def embedding_bag(
             raise ValueError("embedding_bag: include_last_offset=True needs at least one offset (the end).")
         _check_offsets(offsets, input.shape[0], include_last_offset)
         bags = offsets.shape[0] - 1 if include_last_offset else offsets.shape[0]
-        flat, starts = input, offsets.array
+        flat, starts = input, offsets._array
     else:
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.ndim}")
 
     dim = weight.shape[1]
-    ids, counts = _bag_ids(flat.array, starts, bags=int(bags), padding_idx=padding_idx, dtype=weight.dtype)
+    ids, counts = _bag_ids(flat._array, starts, bags=int(bags), padding_idx=padding_idx, dtype=weight.dtype)
     rows = embedding(flat, weight, padding_idx, None, 2.0, scale_grad_by_freq, sparse)
     if per_sample_weights is not None:
         rows = mul(rows, unsqueeze(reshape(per_sample_weights, (-1,)), -1))

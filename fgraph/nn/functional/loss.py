@@ -207,7 +207,7 @@ def _check_class_target(op: str, input: Tensor, target: Tensor, class_dim: int, 
         )
     if is_traced(target) or not target.numel():
         return
-    low, high = value_range(target.array, ignore_index)
+    low, high = value_range(target._array, ignore_index)
     c = input.shape[class_dim]
     if low is not None and (low < 0 or high >= c):
         bad = low if low < 0 else high

@@ -78,7 +78,7 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Union[Tensor, float], 
             raise ValueError(f"{op}: var has negative entry/entries (got {var}); variances must be >= 0.")
         var = mul(input.detach(), 0.0) + float(var)
     check_float(var, op, "var")
-    if not is_traced(var) and var.numel() and bool(np.any(np.asarray(var.array) < 0)):
+    if not is_traced(var) and var.numel() and bool(np.any(np.asarray(var._array) < 0)):
         raise ValueError(f"{op}: var has negative entry/entries; variances must be >= 0.")
     ishape, vshape = tuple(input.shape), tuple(var.shape)
     if vshape != ishape:
@@ -205,7 +205,7 @@ def _classes(c: int, dtype: np.dtype) -> Tensor:
 def _check_targets(op: str, target: Tensor, low: int, c: int) -> None:
     if is_traced(target) or not target.numel():
         return
-    values = np.asarray(target.array)
+    values = np.asarray(target._array)
     if values.min() < low or values.max() >= c:
         bad = int(values.min()) if values.min() < low else int(values.max())
         raise IndexError(f"{op}: target {bad} is out of bounds for {c} classes (expected values in [{low}, {c - 1}]).")

@@ -117,7 +117,7 @@ def _flatten(root: "Module") -> tuple[list, ModuleDef]:
                 index = leaf_of.get(id(value))
                 if index is None:
                     index = leaf_of[id(value)] = len(leaves)
-                    leaves.append(value.array)
+                    leaves.append(value._array)
                     names.append(f"{path}.{name}" if path else name)
                     kinds.append((table == "_parameters", value.requires_grad))
                 slots.append((mi, table, name, index))
@@ -135,7 +135,7 @@ def _rebuild(leaf: Any, is_parameter: bool, requires_grad: bool) -> Any:
     if isinstance(leaf, Tensor):
         if isinstance(leaf, Parameter) or leaf.requires_grad:
             return leaf
-        leaf = leaf.array
+        leaf = leaf._array
     elif isinstance(leaf, (np.ndarray, np.generic)):
         leaf = jnp.asarray(leaf)
     # JAX also unflattens with non-array leaves (None, sentinels, in_axes numbers): keep them, without a graph.
@@ -186,30 +186,30 @@ _ARRAY_KEY = jax.tree_util.GetAttrKey("array")
 
 
 def _parameter_flatten_with_keys(p: Parameter) -> tuple:
-    return ((_ARRAY_KEY, p.array),), p.requires_grad
+    return ((_ARRAY_KEY, p._array),), p.requires_grad
 
 
 def _parameter_flatten(p: Parameter) -> tuple:
-    return (p.array,), p.requires_grad
+    return (p._array,), p.requires_grad
 
 
 def _parameter_unflatten(requires_grad: bool, children: Sequence[Any]) -> Parameter:
     leaf = children[0]
-    return _rebuild(leaf.array if isinstance(leaf, Tensor) else leaf, True, requires_grad)
+    return _rebuild(leaf._array if isinstance(leaf, Tensor) else leaf, True, requires_grad)
 
 
 def _buffer_flatten_with_keys(b: Buffer) -> tuple:
-    return ((_ARRAY_KEY, b.array),), b.persistent
+    return ((_ARRAY_KEY, b._array),), b.persistent
 
 
 def _buffer_flatten(b: Buffer) -> tuple:
-    return (b.array,), b.persistent
+    return (b._array,), b.persistent
 
 
 def _buffer_unflatten(persistent: bool, children: Sequence[Any]) -> Buffer:
     leaf = children[0]
     out = _new_object(Buffer)
-    _init_leaf(out, leaf.array if isinstance(leaf, Tensor) else leaf, False)
+    _init_leaf(out, leaf._array if isinstance(leaf, Tensor) else leaf, False)
     Buffer.__dict__["persistent"].__set__(out, persistent)
     return out
 

@@ -230,7 +230,7 @@ def load_from_state_dict(module: "Module", state: Mapping[str, Any], prefix: str
                 f"the shape in current model is {tuple(old.shape)}."
             )
             continue
-        array = _on_device_of(array, old.array)
+        array = _on_device_of(array, old._array)
         if name in module._parameters:
             new = _make_parameter(array, old.requires_grad)
             if isinstance(old, Parameter):
@@ -258,7 +258,7 @@ def load_from_state_dict(module: "Module", state: Mapping[str, Any], prefix: str
 def as_array(value: Any, dtype: Any, key: str) -> jax.Array:
     """A checkpoint entry (fgraph Tensor, jax.Array, NumPy array, PyTorch tensor) as a ``jax.Array``."""
     if isinstance(value, Tensor):
-        array = value.array
+        array = value._array
     elif isinstance(value, (jax.Array, np.ndarray, np.generic)):
         array = value
     elif type(value).__module__.split(".")[0] == "torch" and hasattr(value, "detach"):

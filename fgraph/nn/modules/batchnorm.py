@@ -58,7 +58,7 @@ def index_dtype() -> np.dtype:
 
 def _refill(t: Tensor, value: Any) -> Tensor:
     """A new buffer like ``t`` (shape, dtype, device) filled with ``value``."""
-    data = t.array
+    data = t._array
     out = jnp.full(data.shape, value, data.dtype)
     if not isinstance(data, jax.core.Tracer):
         out = jax.device_put(out, data.sharding)
@@ -66,7 +66,7 @@ def _refill(t: Tensor, value: Any) -> Tensor:
 
 
 def _array_of(t: Optional[Tensor]) -> Any:
-    return None if t is None else t.array
+    return None if t is None else t._array
 
 
 def blend(running: Tensor, batch_stat: Tensor, factor: Momentum) -> Tensor:
@@ -172,7 +172,7 @@ class _BatchNorm(_NormBase):
             self._blend_running_stats(input, running_mean, running_var, count, dims)
             return
         new_mean, new_var, new_count = updated_running_stats(
-            input.array, _array_of(running_mean), _array_of(running_var), _array_of(count), dims, momentum)
+            input._array, _array_of(running_mean), _array_of(running_var), _array_of(count), dims, momentum)
         if new_count is not None:
             self.num_batches_tracked = _wrap(new_count)
         if new_mean is not None:

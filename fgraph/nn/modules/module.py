@@ -184,8 +184,8 @@ class Module(StateDictMixin, HookMixin):
             tensor = _run_registration_hooks(_global_buffer_registration_hooks, self, name, tensor)
         # a plain value: commit it (see nn.parameter.placed)
         if tensor is not None and isinstance(tensor, Tensor) and tensor._edge is None:
-            data = placed(tensor.array)
-            if data is not tensor.array or isinstance(tensor, Buffer):
+            data = placed(tensor._array)
+            if data is not tensor._array or isinstance(tensor, Buffer):
                 tensor = _wrap(data)
         self._buffers[name] = tensor
         if persistent:
@@ -445,7 +445,7 @@ class Module(StateDictMixin, HookMixin):
         """
         if not isinstance(requires_grad, bool):
             raise TypeError(f"requires_grad_: expected a bool, got {type(requires_grad).__name__}")
-        rebind({p: _make_parameter(p.array, requires_grad)
+        rebind({p: _make_parameter(p._array, requires_grad)
                 for p in self.parameters() if p.requires_grad != requires_grad})
         return self
 
@@ -523,8 +523,8 @@ class Module(StateDictMixin, HookMixin):
         """Rebind every parameter and buffer to ``fn(array)`` (parameters keep ``requires_grad`` and ties)."""
         new_params = {}
         for p in self.parameters():
-            data = fn(p.array)
-            if data is not p.array:
+            data = fn(p._array)
+            if data is not p._array:
                 new_params[p] = _make_parameter(data, p.requires_grad)
         rebind(new_params)
         done: dict = {}
@@ -533,8 +533,8 @@ class Module(StateDictMixin, HookMixin):
                 if b is None:
                     continue
                 if id(b) not in done:
-                    data = fn(b.array)
-                    done[id(b)] = b if data is b.array else _wrap(data)
+                    data = fn(b._array)
+                    done[id(b)] = b if data is b._array else _wrap(data)
                 module._buffers[name] = done[id(b)]
         return self
 

@@ -56,7 +56,7 @@ def _padding_index(padding_idx: Optional[int], num_embeddings: int, layer: str) 
 
 def _given_weight(weight: Any, shape: tuple[int, int], requires_grad: bool, layer: str) -> Parameter:
     """``_weight`` as a new Parameter (PyTorch wraps the given tensor), checked against the layer's shape."""
-    array = as_parameter(weight).array
+    array = as_parameter(weight)._array
     if tuple(array.shape) != shape:
         raise ValueError(
             f"{layer}: Shape of weight does not match num_embeddings and embedding_dim: expected {shape}, got "
@@ -104,7 +104,7 @@ class _EmbeddingBase(Module):
 
     def _fill_padding_idx_with_zero(self) -> None:
         if self.padding_idx is not None:
-            rebind({self.weight: self.weight.array.at[self.padding_idx].set(0)})
+            rebind({self.weight: self.weight._array.at[self.padding_idx].set(0)})
 
     def _renormed_weight(self, input: Tensor) -> Parameter:
         """The weight to look rows up from: with ``max_norm``, the rebound, renormalised one."""
@@ -112,7 +112,7 @@ class _EmbeddingBase(Module):
             return self.weight
         check_integer(input, type(self).__name__, "input")
         old = self.weight
-        data = _renorm(old.array, input.array, max_norm=float(self.max_norm), norm_type=float(self.norm_type))
+        data = _renorm(old._array, input._array, max_norm=float(self.max_norm), norm_type=float(self.norm_type))
         return rebind({old: data})[old]
 
 
@@ -236,5 +236,5 @@ class EmbeddingBag(_EmbeddingBase):
                   mode=mode, sparse=sparse, _weight=embeddings, include_last_offset=include_last_offset,
                   padding_idx=padding_idx)
         if freeze:
-            rebind({bag.weight: _make_parameter(bag.weight.array, False)})
+            rebind({bag.weight: _make_parameter(bag.weight._array, False)})
         return bag

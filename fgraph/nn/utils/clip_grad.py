@@ -98,7 +98,7 @@ def _repack(kind: str, keys: list, values: list) -> GradsLike:
 def _present(values: list) -> tuple[list[int], tuple]:
     """Positions and arrays of the gradients that are not ``None``."""
     pos = [i for i, v in enumerate(values) if v is not None]
-    return pos, tuple(values[i].array for i in pos)
+    return pos, tuple(values[i]._array for i in pos)
 
 
 def _replace(values: list, pos: list[int], arrays: tuple) -> list:
@@ -120,7 +120,7 @@ def _scalar(value: Any, op: str, name: str) -> Any:
     if isinstance(value, (Tensor, jax.Array)):
         if value.ndim != 0:
             raise TypeError(f"{op}: {name} must be a number or a 0-d tensor, got shape {tuple(value.shape)}.")
-        return value.array if isinstance(value, Tensor) else value
+        return value._array if isinstance(value, Tensor) else value
     try:
         return float(value)
     except (TypeError, ValueError):
@@ -234,7 +234,7 @@ def clip_grads_with_norm_(grads: GradsLike, max_norm: float, total_norm: Union[T
     pos, arrays = _present(values)
     if not arrays:
         return _repack(kind, keys, values)
-    total = total_norm.array if isinstance(total_norm, Tensor) else jnp.asarray(total_norm)
+    total = total_norm._array if isinstance(total_norm, Tensor) else jnp.asarray(total_norm)
     scaled = _scale_kernel(arrays, _scalar(max_norm, op, "max_norm"), total)
     return _repack(kind, keys, _replace(values, pos, scaled))
 

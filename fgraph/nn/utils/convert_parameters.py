@@ -112,7 +112,7 @@ def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> list[Para
         )
     if not params:
         return []
-    arrays = _split(vec.array, tuple(tuple(p.shape) for p in params))
+    arrays = _split(vec._array, tuple(tuple(p.shape) for p in params))
     mapping: dict = {}
     for p, a in zip(params, arrays):
         mapping[p] = _make_parameter(a, p.requires_grad)

@@ -79,8 +79,8 @@ class WeightNorm:
         weight = _find_parameter(module, name, "weight_norm")
         fn = WeightNorm(name, dim)
         delattr(module, name)
-        module.register_parameter(name + "_g", _make_parameter(_norm_except_dim(weight.detach(), fn.dim).array, True))
-        module.register_parameter(name + "_v", _make_parameter(weight.array, True))
+        module.register_parameter(name + "_g", _make_parameter(_norm_except_dim(weight.detach(), fn.dim)._array, True))
+        module.register_parameter(name + "_v", _make_parameter(weight._array, True))
         setattr(module, name, fn.compute_weight(module))
         module.register_forward_pre_hook(fn)
         return fn
@@ -90,7 +90,7 @@ class WeightNorm:
         delattr(module, self.name)
         delattr(module, self.name + "_g")
         delattr(module, self.name + "_v")
-        setattr(module, self.name, _make_parameter(weight.array, True))
+        setattr(module, self.name, _make_parameter(weight._array, True))
 
     def __call__(self, module: Module, inputs: Any) -> None:
         setattr(module, self.name, self.compute_weight(module))
@@ -177,7 +177,7 @@ class SpectralNorm:
         delattr(module, self.name + "_u")
         delattr(module, self.name + "_v")
         delattr(module, self.name + "_orig")
-        module.register_parameter(self.name, _make_parameter(weight.array, True))
+        module.register_parameter(self.name, _make_parameter(weight._array, True))
 
     def __call__(self, module: Module, inputs: Any) -> None:
         setattr(module, self.name, self.compute_weight(module, do_power_iteration=module.training))
@@ -191,8 +191,8 @@ class SpectralNorm:
         weight = _find_parameter(module, name, "spectral_norm")
         with no_grad():
             h, w = fn.reshape_weight_to_matrix(weight.detach()).shape
-            u = F.normalize(_wrap(_on_device_of(randn(h, dtype=weight.dtype).array, weight.array)), dim=0, eps=fn.eps)
-            v = F.normalize(_wrap(_on_device_of(randn(w, dtype=weight.dtype).array, weight.array)), dim=0, eps=fn.eps)
+            u = F.normalize(_wrap(_on_device_of(randn(h, dtype=weight.dtype)._array, weight._array)), dim=0, eps=fn.eps)
+            v = F.normalize(_wrap(_on_device_of(randn(w, dtype=weight.dtype)._array, weight._array)), dim=0, eps=fn.eps)
         delattr(module, fn.name)
         module.register_parameter(fn.name + "_orig", weight)
         # module.<name> stays readable (code that initializes weights expects it): a plain attribute

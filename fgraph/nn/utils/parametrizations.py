@@ -134,8 +134,8 @@ class _SpectralNorm(Module):
             self.n_power_iterations = n_power_iterations
             weight_mat = self._reshape_weight_to_matrix(weight.detach())
             h, w = weight_mat.shape
-            u = _on_device_of(randn(h, dtype=weight.dtype).array, weight.array)
-            v = _on_device_of(randn(w, dtype=weight.dtype).array, weight.array)
+            u = _on_device_of(randn(h, dtype=weight.dtype)._array, weight._array)
+            v = _on_device_of(randn(w, dtype=weight.dtype)._array, weight._array)
             self.register_buffer("_u", F.normalize(_wrap(u), dim=0, eps=self.eps))
             self.register_buffer("_v", F.normalize(_wrap(v), dim=0, eps=self.eps))
             # Start from reasonable singular vectors: 15 iterations of the power method.
@@ -318,7 +318,7 @@ class _Orthogonal(Module):
                         "use_trivialization=False."
                     )
                 # householder: the reflectors of Q's QR decomposition, with the signs of diag(R) on the diagonal
-                a, tau = _geqrf(Q.array)
+                a, tau = _geqrf(Q._array)
                 diagonal = jnp.sign(jnp.diagonal(a, axis1=-2, axis2=-1))
                 diagonal = jnp.where(tau == 0, -diagonal, diagonal)
                 eye = jnp.eye(n, k, dtype=bool)
@@ -328,12 +328,12 @@ class _Orthogonal(Module):
             if n == k:
                 Q = Q.clone() if _is_orthogonal(Q) else _make_orthogonal(Q)
             else:  # complete Q to an n x n orthogonal matrix
-                N = _wrap(_on_device_of(randn(*Q.shape[:-2], n, n - k, dtype=Q.dtype).array, Q.array))
+                N = _wrap(_on_device_of(randn(*Q.shape[:-2], n, n - k, dtype=Q.dtype)._array, Q._array))
                 Q = _make_orthogonal(cat([Q, N], dim=-1))
             self.base = Q
             # -Id: householder(zeros) would be eye; the diagonal carries the signs
             neg_id = np.broadcast_to(-np.eye(*Q_init.shape[-2:], dtype=Q_init.dtype), Q_init.shape)  # on the host
-            return _wrap(_on_device_of(jnp.asarray(neg_id), Q_init.array))
+            return _wrap(_on_device_of(jnp.asarray(neg_id), Q_init._array))
 
 
 def orthogonal(module: Module, name: str = "weight", orthogonal_map: Optional[str] = None, *,

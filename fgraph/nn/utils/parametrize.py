@@ -160,9 +160,9 @@ class ParametrizationList(ModuleList):
                 # from right_inverse rebinds it (every slot holding it, its lineage continued).
                 self.register_parameter("original", original)
                 if new is not original:
-                    rebind({original: new.array})
+                    rebind({original: new._array})
             else:
-                self.register_buffer("original", _wrap(new.array))
+                self.register_buffer("original", _wrap(new._array))
         else:
             for i, item in enumerate(new):
                 if not isinstance(item, Tensor):
@@ -171,9 +171,9 @@ class ParametrizationList(ModuleList):
                         f"Got element {i} of the sequence with type {type(item).__name__}."
                     )
                 if is_parameter:
-                    self.register_parameter(f"original{i}", _make_parameter(item.array, original.requires_grad))
+                    self.register_parameter(f"original{i}", _make_parameter(item._array, original.requires_grad))
                 else:
-                    self.register_buffer(f"original{i}", _wrap(item.array))
+                    self.register_buffer(f"original{i}", _wrap(item._array))
 
         if not self.unsafe:
             Z = self()
@@ -236,9 +236,9 @@ class ParametrizationList(ModuleList):
     def _set_original(self, name: str, value: Tensor) -> None:
         old = self._parameters.get(name)
         if isinstance(old, Parameter):
-            rebind({old: value.array})
+            rebind({old: value._array})
         else:
-            self.register_buffer(name, _wrap(value.array), name not in self._non_persistent_buffers_set)
+            self.register_buffer(name, _wrap(value._array), name not in self._non_persistent_buffers_set)
 
     def forward(self) -> Tensor:
         modules = list(self._modules.values())
@@ -486,9 +486,9 @@ def remove_parametrizations(module: Module, tensor_name: str, leave_parametrized
             with no_grad():
                 value = getattr(module, tensor_name)
             if isinstance(original, Parameter):
-                original = rebind({original: value.array})[original]
+                original = rebind({original: value._array})[original]
             else:
-                original = _wrap(value.array)
+                original = _wrap(value._array)
     else:
         if not leave_parametrized:
             raise ValueError(
@@ -496,7 +496,7 @@ def remove_parametrizations(module: Module, tensor_name: str, leave_parametrized
                 "sequence of tensors."
             )
         value = getattr(module, tensor_name)
-        original = _make_parameter(value.array, True) if value.requires_grad else _wrap(value.array)
+        original = _make_parameter(value._array, True) if value.requires_grad else _wrap(value._array)
     if isinstance(original, Parameter):
         untrack(original, plist, "original")
     remaining = [name for name in module.parametrizations.keys() if name != tensor_name]

@@ -137,7 +137,7 @@ def _packed(data: Tensor, batch_sizes: np.ndarray, order: Optional[np.ndarray]) 
 def _host(value: Any, what: str, op: str) -> np.ndarray:
     """``value`` (a Tensor, array or list) as a NumPy array; traced values cannot fix shapes."""
     if isinstance(value, Tensor):
-        value = value.array
+        value = value._array
     try:
         return np.asarray(value)
     except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
@@ -149,7 +149,7 @@ def _host(value: Any, what: str, op: str) -> np.ndarray:
 def _maybe_host(value: Optional[Tensor]) -> Optional[np.ndarray]:
     """Host copy of an index tensor, or ``None`` when it is traced (then the caller indexes on the device)."""
     try:
-        return np.asarray(value.array)
+        return np.asarray(value._array)
     except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
         return None
 

@@ -91,7 +91,7 @@ def _shapes_must_match(shapes: list, what: str) -> None:
 def _collate_fgraph(batch: list, *, collate_fn_map: Optional[dict] = None, host: bool = False) -> Any:
     _shapes_must_match([t.shape for t in batch], "tensor")
     if host:
-        return HostBatch(np.stack([np.asarray(t.array) for t in batch]), "array")
+        return HostBatch(np.stack([np.asarray(t._array) for t in batch]), "array")
     return stack(batch, 0)
 
 
@@ -266,7 +266,7 @@ def _convert_leaf(data: Any) -> Any:
 
 def _host_convert_leaf(data: Any) -> Any:
     if isinstance(data, Tensor):
-        return HostBatch(np.asarray(data.array), "array")
+        return HostBatch(np.asarray(data._array), "array")
     return HostBatch(data, "array")
 
 
@@ -304,7 +304,7 @@ def _map_leaves(obj: Any, fn: Callable[[Any], Any]) -> Any:
 
 
 def _to_host_leaf(obj: Any) -> Any:
-    return HostBatch(np.asarray(obj.array), "array") if isinstance(obj, Tensor) else obj
+    return HostBatch(np.asarray(obj._array), "array") if isinstance(obj, Tensor) else obj
 
 
 def _from_host_leaf(obj: Any) -> Any:

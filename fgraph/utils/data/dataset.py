@@ -123,7 +123,7 @@ def _gather(t: Any, indices: list, collate_fn_map: dict) -> Any:
     host = collate_fn_map is _collate._host_collate_fn_map
     if isinstance(t, Tensor):
         rows = t[tensor(np.asarray(indices, dtype=np.int32))]
-        return _collate.HostBatch(np.asarray(rows.array), "array") if host else rows
+        return _collate.HostBatch(np.asarray(rows._array), "array") if host else rows
     if _is_torch_tensor(t):
         rows = t.detach()[np.asarray(indices, dtype=np.int64)]
     else:

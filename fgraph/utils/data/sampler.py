@@ -213,7 +213,7 @@ def _weights_array(weights: Any) -> np.ndarray:
     from fgraph.tensor import Tensor, _is_torch_tensor
 
     if isinstance(weights, Tensor):
-        weights = weights.array
+        weights = weights._array
     elif _is_torch_tensor(weights):
         weights = weights.detach().cpu().double().numpy()
     return np.asarray(weights, dtype=np.float64)
