@@ -10,6 +10,10 @@ import pytest
 import fgraph as fg
 from fgraph.autograd import _compile_rent, fusion
 
+# Fusion's own counters (sightings, compiles, hits of a pass run fused): checked with op-by-op dispatch; under
+# deferred dispatch a recurring step's passes are recorded into its program instead (tests/test_deferred.py).
+pytestmark = pytest.mark.eager_dispatch
+
 
 @pytest.fixture
 def rent():

@@ -41,6 +41,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fgraph._dtypes import is_differentiable_dtype
+from fgraph._exchange import _leaf  # a pending value is run: a pytree leaf is a concrete array
 from fgraph.nn.parameter import Buffer, Parameter, _make_parameter, track
 from fgraph.tensor import Tensor, _init_leaf, _new_object
 
@@ -117,7 +118,7 @@ def _flatten(root: "Module") -> tuple[list, ModuleDef]:
                 index = leaf_of.get(id(value))
                 if index is None:
                     index = leaf_of[id(value)] = len(leaves)
-                    leaves.append(value._array)
+                    leaves.append(_leaf(value._array))
                     names.append(f"{path}.{name}" if path else name)
                     kinds.append((table == "_parameters", value.requires_grad))
                 slots.append((mi, table, name, index))
@@ -186,11 +187,11 @@ _ARRAY_KEY = jax.tree_util.GetAttrKey("array")
 
 
 def _parameter_flatten_with_keys(p: Parameter) -> tuple:
-    return ((_ARRAY_KEY, p._array),), p.requires_grad
+    return ((_ARRAY_KEY, _leaf(p._array)),), p.requires_grad
 
 
 def _parameter_flatten(p: Parameter) -> tuple:
-    return (p._array,), p.requires_grad
+    return (_leaf(p._array),), p.requires_grad
 
 
 def _parameter_unflatten(requires_grad: bool, children: Sequence[Any]) -> Parameter:
@@ -199,11 +200,11 @@ def _parameter_unflatten(requires_grad: bool, children: Sequence[Any]) -> Parame
 
 
 def _buffer_flatten_with_keys(b: Buffer) -> tuple:
-    return ((_ARRAY_KEY, b._array),), b.persistent
+    return ((_ARRAY_KEY, _leaf(b._array)),), b.persistent
 
 
 def _buffer_flatten(b: Buffer) -> tuple:
-    return (b._array,), b.persistent
+    return (_leaf(b._array),), b.persistent
 
 
 def _buffer_unflatten(persistent: bool, children: Sequence[Any]) -> Buffer:
