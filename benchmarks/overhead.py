@@ -164,12 +164,11 @@ def chain_parts(data: dict) -> dict[str, Callable[[], object]]:
 
     ``jax kernels``: the 200 jitted JAX kernels fgraph's ops dispatch, called from a bare
     wrapper (no fgraph): the dispatch floor of any design that runs one kernel per op;
-    ``fgraph no_grad`` / ``fgraph recording``: fgraph's forward without and with the graph;
-    ``fgraph lazy``: the whole step (forward and backward) under ``fg.lazy()``, deferred dispatch
-    replaying one cached program (not a part: the design issue 34 asks eager to reach); ``fgraph deferred``:
-    the whole step, unchanged eager code, under deferred dispatch (``fg.lazy.set_deferred(True)``);
-    ``PyTorch forward``: PyTorch's forward, recording its graph (when installed). Subtracting
-    these from the eager rows gives each framework's backward.
+    ``fgraph no_grad`` / ``fgraph recording``: fgraph's forward without and with the graph, dispatched
+    op by op; ``fgraph lazy``: the whole step (forward and backward) under ``fg.lazy()``, one cached
+    program; ``fgraph op by op``: the whole step with deferred dispatch (fgraph's default, the table's
+    eager column) off; ``PyTorch forward``: PyTorch's forward, recording its graph (when installed).
+    Subtracting these from the eager rows gives each framework's backward.
     """
     kernels = {name: jax.jit(fn) for name, fn in (("sin", jnp.sin), ("tanh", jnp.tanh), ("mul", jnp.multiply),
                                                    ("add", jnp.add), ("sum", jnp.sum))}
@@ -182,10 +181,12 @@ def chain_parts(data: dict) -> dict[str, Callable[[], object]]:
         return block(chain_forward(x, c, d, _Bare.sin, _Bare.tanh).array)
 
     def fgraph_no_grad():
-        return block(chain_forward(*plain, fg.sin, fg.tanh).array)
+        with fg.lazy.op_by_op():
+            return block(chain_forward(*plain, fg.sin, fg.tanh).array)
 
     def fgraph_recording():
-        return block(chain_forward(*leaves, fg.sin, fg.tanh).array)
+        with fg.lazy.op_by_op():
+            return block(chain_forward(*leaves, fg.sin, fg.tanh).array)
 
     def lazy_grads() -> list:
         with fg.lazy():
@@ -194,22 +195,19 @@ def chain_parts(data: dict) -> dict[str, Callable[[], object]]:
     def fgraph_lazy():
         return block([g.array for g in lazy_grads()])
 
-    def deferred_grads() -> list:
-        fg.lazy.set_deferred(True)
-        try:
+    def op_by_op_grads() -> list:
+        with fg.lazy.op_by_op():
             return [g.array for g in fg.grad(chain_forward(*leaves, fg.sin, fg.tanh), leaves)]
-        finally:
-            fg.lazy.set_deferred(False)  # runs what is pending
 
-    def fgraph_deferred():
-        return block(deferred_grads())
+    def fgraph_op_by_op():
+        return block(op_by_op_grads())
 
-    eager = fg.grad(chain_forward(*leaves, fg.sin, fg.tanh), leaves)
-    for a, d, b in zip(lazy_grads(), deferred_grads(), eager):  # the deferred peers compute what eager does
-        np.testing.assert_allclose(np.asarray(a.array), np.asarray(b.array), rtol=1e-5, atol=1e-6)
-        np.testing.assert_allclose(np.asarray(d), np.asarray(b.array), rtol=1e-5, atol=1e-6)
+    default = fg.grad(chain_forward(*leaves, fg.sin, fg.tanh), leaves)  # deferred, unless FGRAPH_DEFERRED=0
+    for a, d, b in zip(lazy_grads(), op_by_op_grads(), default):  # every peer computes what the default does
+        np.testing.assert_allclose(np.asarray(a.array), b.numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(np.asarray(d), b.numpy(), rtol=1e-5, atol=1e-6)
     parts = {"jax kernels": jax_kernels, "fgraph no_grad": fgraph_no_grad, "fgraph recording": fgraph_recording,
-             "fgraph lazy": fgraph_lazy, "fgraph deferred": fgraph_deferred}
+             "fgraph lazy": fgraph_lazy, "fgraph op by op": fgraph_op_by_op}
     if torch is not None:
         tx, tc, td = (to_torch(data[k], requires_grad=True) for k in ("x", "c", "d"))
 

@@ -355,20 +355,20 @@ def table(rows: dict) -> list[str]:
 
 def chain_parts_line(chain: dict) -> list[str]:
     """The per-op row taken apart: forward alone (``overhead.chain_parts``), backward as the rest."""
-    if "fgraph recording" not in chain or E not in chain:
+    if "fgraph recording" not in chain or "fgraph op by op" not in chain:
         return []
     us = {name: t * 1e6 / 200 for name, t in chain.items()}
-    line = (f"Per-op row in parts (µs/op, forward alone; backward = eager − forward): 200 jitted JAX kernels, no fgraph "
-            f"{us['jax kernels']:.2f}; fgraph forward under no_grad {us['fgraph no_grad']:.2f}, recording "
-            f"{us['fgraph recording']:.2f}, backward {us[E] - us['fgraph recording']:.2f}")
+    line = (f"Per-op row in parts (µs/op, forward alone; backward = step − forward): 200 jitted JAX kernels, no fgraph "
+            f"{us['jax kernels']:.2f}; fgraph op by op: forward under no_grad {us['fgraph no_grad']:.2f}, recording "
+            f"{us['fgraph recording']:.2f}, backward {us['fgraph op by op'] - us['fgraph recording']:.2f}")
     if "PyTorch forward" in us and T in us:
         line += f"; PyTorch forward {us['PyTorch forward']:.2f}, backward {us[T] - us['PyTorch forward']:.2f}"
     if "fgraph lazy" in us:
-        line += (f"; the whole step under fg.lazy (deferred dispatch, one cached program) {us['fgraph lazy']:.2f}"
+        line += (f"; the whole step under fg.lazy (one cached program) {us['fgraph lazy']:.2f}"
                  + (f" ({us['fgraph lazy'] / us[T]:.2f}× PyTorch eager)" if T in us else ""))
-    if "fgraph deferred" in us:
-        line += (f"; under deferred dispatch (fg.lazy.set_deferred(True), eager code unchanged) {us['fgraph deferred']:.2f}"
-                 + (f" ({us['fgraph deferred'] / us[T]:.2f}× PyTorch eager)" if T in us else ""))
+    if "fgraph op by op" in us:
+        line += (f"; with deferred dispatch off (FGRAPH_DEFERRED=0: one JAX dispatch per op) {us['fgraph op by op']:.2f}"
+                 + (f" ({us['fgraph op by op'] / us[T]:.2f}× PyTorch eager)" if T in us else ""))
     return [line + " (see `overhead.chain_parts`)."]
 
 

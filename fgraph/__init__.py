@@ -110,5 +110,8 @@ from fgraph.dtypes import *  # noqa: F401,F403,E402
 
 __version__ = "0.1.0"
 
-if _os.environ.get("FGRAPH_DEFERRED", "").strip() in ("1", "true", "on"):  # deferred dispatch in this thread
+# Deferred dispatch is on in the importing thread (docs/lazy.md): eager ops record, a trace runs when a value is
+# needed, and a recurring one runs as one program. ``FGRAPH_DEFERRED=0`` (or ``fg.lazy.set_deferred(False)``)
+# dispatches op by op instead.
+if _os.environ.get("FGRAPH_DEFERRED", "").strip().lower() not in ("0", "false", "off", "no"):
     lazy.set_deferred(True)

@@ -40,7 +40,7 @@ from fgraph.autograd import fusion as _fusion  # noqa: E402
 _fusion.set_compile_rent(0)
 from fgraph.lazy import _deferred  # noqa: E402
 
-if _deferred.is_enabled():  # the suite under deferred dispatch (FGRAPH_DEFERRED=1): its traces keep the rent rule
+if _deferred.is_enabled():  # the suite under deferred dispatch (the default): its traces keep the rent rule
     _deferred.set_rent(2.0)
 # The references are compared in full float32: on a GPU, JAX's default float32 matrix product is TF32,
 # whose rounding (~1e-3) depends on the order of the products and is above the float32 tolerances.
@@ -66,13 +66,13 @@ settings.register_profile(
 settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 
-_SUITE_DEFERRED = _deferred.is_enabled()  # the suite's dispatch mode: op by op (the default) or FGRAPH_DEFERRED=1
+_SUITE_DEFERRED = _deferred.is_enabled()  # the suite's dispatch mode: deferred (fgraph's default) or FGRAPH_DEFERRED=0
 
 
 @pytest.fixture(autouse=True)
 def _eager_dispatch(request):
     """Tests marked ``eager_dispatch`` check op-by-op dispatch's own machinery (a kernel's jit cache, compile logs,
-    ``fg.lazy`` counters): under ``FGRAPH_DEFERRED=1`` they run with deferred dispatch off, as their assertions are
+    ``fg.lazy`` counters): under deferred dispatch (the default) they run with it off, as their assertions are
     about that mode; every other test runs in whichever mode the suite runs in. A test that switches the mode
     itself (``fg.lazy.set_deferred``) leaves the next test in the suite's mode."""
     marked = request.node.get_closest_marker("eager_dispatch") is not None

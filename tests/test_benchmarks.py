@@ -78,10 +78,10 @@ def test_quick_suite_prints_every_workload_row(tmp_path, capsys):
     assert re.search(r"^HVP cut into the nine programs fgraph eager runs.*: [0-9]+ µs", proc.stdout, re.M)
     assert re.search(r"^Jacobian of an MLP R\^4→R\^2000, µs \(÷ fgraph jacfwd\): fgraph jacfwd [0-9]+ \(1\.00×\), "
                      r"fgraph jacrev [0-9]+", proc.stdout, re.M), "the forward-mode Jacobian is not reported"
-    assert re.search(r"^Per-op row in parts .*no fgraph [0-9.]+; fgraph forward under no_grad [0-9.]+, recording [0-9.]+, "
-                     r"backward -?[0-9.]+", proc.stdout, re.M), "the per-op row's parts are not reported"
-    assert re.search(r"^Per-op row in parts .*; under deferred dispatch \(fg\.lazy\.set_deferred\(True\), eager code "
-                     r"unchanged\) [0-9.]+", proc.stdout, re.M), "the per-op row under deferred dispatch is not reported"
+    assert re.search(r"^Per-op row in parts .*no fgraph [0-9.]+; fgraph op by op: forward under no_grad [0-9.]+, "
+                     r"recording [0-9.]+, backward -?[0-9.]+", proc.stdout, re.M), "the per-op row's parts are not reported"
+    assert re.search(r"^Per-op row in parts .*; with deferred dispatch off \(FGRAPH_DEFERRED=0: one JAX dispatch per "
+                     r"op\) [0-9.]+", proc.stdout, re.M), "the per-op row op by op is not reported"
     assert re.search(r"^DataLoader, 64-sample batches .*: fgraph, 0 workers [0-9]+ / [0-9]+, fgraph, 2 worker threads "
                      r"[0-9]+ / [0-9]+.*; the step alone: fgraph [0-9]+", proc.stdout, re.M), "the DataLoader is not reported"
     assert re.search(r"^torch\.compile(: not run \(--quick| \(inductor\) of the PyTorch step: GPT |: n/a: GPT )",

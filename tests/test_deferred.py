@@ -1,4 +1,4 @@
-"""Deferred dispatch (``fg.lazy.set_deferred(True)``, ``FGRAPH_DEFERRED=1``): eager semantics, ops recorded and run when a
+"""Deferred dispatch (fgraph's default; ``fg.lazy.set_deferred``): eager semantics, ops recorded and run when a
 value is needed; a new trace runs kernel by kernel, a recurring one as one compiled program (the rent rule).
 References called "eager" here dispatch op by op (``fg.lazy.op_by_op()`` or ``set_deferred(False)``)."""
 import os
@@ -261,8 +261,8 @@ def test_cannot_be_turned_on_inside_a_lazy_block():
 
 
 @pytest.mark.parametrize("setting", [None, "1", "0", "off"])
-def test_the_environment_switch_turns_it_on_at_import_without_starting_jax(setting):
-    on = setting == "1"
+def test_it_is_on_at_import_without_starting_jax_unless_the_environment_turns_it_off(setting):
+    on = setting not in ("0", "off")
     script = ("import fgraph as fg\n"
               "from jax._src import xla_bridge\n"
               f"assert fg.lazy.is_deferred() is {on} and not xla_bridge._backends  # fg.distributed.initialize may run\n"

@@ -87,7 +87,7 @@ opt = fg.optim.Adam(model.parameters(), lr=1e-3)
 rng = np.random.default_rng(0)
 x = fg.tensor(rng.normal(size=(16, 4)).astype(np.float32))
 y = fg.tensor(rng.normal(size=(16, 1)).astype(np.float32))
-# The first mark waits until the loop has settled: deferred dispatch (FGRAPH_DEFERRED=1) compiles the whole step once
+# The first mark waits until the loop has settled: deferred dispatch (the default) compiles the whole step once
 # its kernel-by-kernel runs have paid the rent (a few hundred steps here), and that compile's traces stay cached.
 marks, programs = {}, {}
 for step in range(1, 10_001):

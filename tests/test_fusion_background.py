@@ -11,7 +11,7 @@ import fgraph as fg
 from fgraph.autograd import fusion
 
 # Fusion's own compile machinery (its stats, its cache, when a pass runs fused): checked with op-by-op dispatch;
-# under FGRAPH_DEFERRED=1 a recurring step's passes are recorded into its program instead.
+# under deferred dispatch (the default) a recurring step's passes are recorded into its program instead.
 pytestmark = pytest.mark.eager_dispatch
 
 

@@ -95,8 +95,9 @@ class lazy:
     @staticmethod
     def set_deferred(enabled: bool) -> None:
         """Deferred dispatch in this thread: eager ops record and run when a value is needed, a trace
-        that keeps recurring as one compiled program (see ``docs/lazy.md``). ``False`` runs what is pending and
-        dispatches op by op again. ``FGRAPH_DEFERRED=1`` in the environment turns it on at import.
+        that keeps recurring as one compiled program (see ``docs/lazy.md``). It is on by default in the
+        thread that imports fgraph (``FGRAPH_DEFERRED=0`` in the environment turns it off at import);
+        ``False`` runs what is pending and dispatches op by op again.
 
         Example:
             >>> import fgraph as fg

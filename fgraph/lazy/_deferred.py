@@ -31,7 +31,7 @@ kernel with the Python of the next, which a recorded step, run only once its pas
 Example:
     >>> import fgraph as fg
     >>> from fgraph.lazy import _deferred
-    >>> before = _deferred.is_enabled()    # off unless FGRAPH_DEFERRED=1
+    >>> before = _deferred.is_enabled()    # on by default in the thread that imported fgraph
     >>> _deferred.enable()
     >>> x = fg.tensor([1.0, 2.0], requires_grad=True)
     >>> y = (x * x).sum()          # recorded, not run
