@@ -33,16 +33,7 @@ def saved_only(nodes: list, recorder: Any, arrays: Optional[list]) -> set:
     """The ``id``\\ s of ``recorder``'s pending placeholders held only by ``nodes``' saved slots and ``arrays``
     (the pass's list of its saved arrays)."""
     tensors: dict = {}  # id -> [Tensor, saved_inputs slots holding it]
-    held: dict = {}  # id -> [placeholder, references accounted for]
-
-    def account(a: Any) -> None:
-        if type(a) is LazyArray and a._rec is recorder:
-            entry = held.get(id(a))
-            if entry is None:
-                held[id(a)] = [a, 1]
-            else:
-                entry[1] += 1
-
+    candidates: list = []  # placeholders of this recorder met in a saved slot or in ``arrays`` (repeats kept)
     for node in nodes:
         for t in getattr(node, "saved_inputs", None) or ():
             if type(t) is Tensor and type(t._array) is LazyArray:
@@ -53,13 +44,26 @@ def saved_only(nodes: list, recorder: Any, arrays: Optional[list]) -> set:
                     entry[1] += 1
         result = getattr(node, "saved_result", None)
         if type(result) is tuple:
-            for r in result:
-                account(r)
-        else:
-            account(result)
-    for a in arrays or ():
-        account(a)
+            candidates += result
+        elif type(result) is LazyArray:
+            candidates.append(result)
+    candidates += arrays or ()
     for t, count in tensors.values():
         if sys.getrefcount(t) - _OWN_REFERENCES == count:  # only saved slots hold it: its array slot is theirs
-            account(t._array)
+            candidates.append(t._array)
+    held = _counted(candidates, recorder)
+    candidates.clear()  # its references to the placeholders would count below
     return {key for key, (a, count) in held.items() if sys.getrefcount(a) - _OWN_REFERENCES == count}
+
+
+def _counted(candidates: list, recorder: Any) -> dict:
+    """``{id: [placeholder, occurrences]}`` of ``recorder``'s pending placeholders among ``candidates``."""
+    held: dict = {}
+    for a in candidates:
+        if type(a) is LazyArray and a._rec is recorder:
+            entry = held.get(id(a))
+            if entry is None:
+                held[id(a)] = [a, 1]
+            else:
+                entry[1] += 1
+    return held

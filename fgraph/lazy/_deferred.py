@@ -49,8 +49,8 @@ from typing import Any, Optional
 
 from fgraph._numbers import _at_top_level
 from fgraph.lazy import _background
-from fgraph.lazy._recorder import STATS, Recorder, _jit_quick_replay, _jit_replay, _PROGRAMS, array_type, \
-    cached_program, replay_one_by_one, run
+from fgraph.lazy._recorder import STATS, ProgramKey, Recorder, _jit_quick_replay, _jit_replay, _PROGRAMS, \
+    array_type, cached_program, replay_one_by_one, run
 from fgraph.lazy._state import LAZY
 
 __all__ = ["DeferredRecorder", "enable", "disable", "is_enabled", "eager_section"]
@@ -174,7 +174,7 @@ class DeferredRecorder(Recorder):
         paid its rent and fusion has compiled the pass); if not, the rent of running it eagerly is charged."""
         if self._observing is not None:
             return self._observe(found)
-        step = (tuple(self.records), tuple(self.ext_kids), found.key)
+        step = ProgramKey((tuple(self.records), tuple(self.ext_kids), found.key))  # hashed once: looked up twice
         race = _STEPS.get(step)
         if race is not None:
             _STEPS.move_to_end(step)

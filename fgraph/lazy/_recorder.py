@@ -129,8 +129,9 @@ class _Flat:
 
 
 class ProgramKey(tuple):
-    """A trace's key ``(records, external signatures, live slots, donated externals)``, hashed once: a flush
-    looks it up in several caches, and hashing a few hundred records costs ~10 µs each time."""
+    """A key holding a trace's records, hashed once: a trace's ``(records, external signatures, live slots, donated
+    externals)``, or a deferred step's. A flush looks it up in several caches, and hashing a few hundred records
+    costs ~10 µs each time."""
 
     def __new__(cls, parts: tuple) -> "ProgramKey":
         key = tuple.__new__(cls, parts)
