@@ -251,6 +251,19 @@ def _ratio(a: Optional[float], b: Optional[float]) -> str:
     return "n/a" if a is None or b is None or b == 0 else f"{a / b:.2f}×"
 
 
+def xla_kernels_slower(row: dict) -> bool:
+    """Whether a model's ``jax.jit`` step (one XLA program: no dispatch at all) is slower than PyTorch's eager one.
+
+    Then XLA's own kernels are slower than PyTorch's on this machine (ResNet-8's and GPT's on this CPU), and issue
+    34 sets fgraph eager's budget against ``jax.jit`` (≤ 1.1×) instead of PyTorch eager (≤ 1.0×).
+
+    Example:
+        >>> xla_kernels_slower({"jax.jit": 0.054, "PyTorch eager": 0.027}), xla_kernels_slower({"jax.jit": 0.02})
+        (True, False)
+    """
+    return J in row and T in row and row[J] > row[T]
+
+
 def budgets(rows: dict, fresh_raw: dict, backend: str = "cpu") -> list[tuple[str, str, str, str]]:
     """``(what, measured, budget, verdict)`` for every budget of issues 13 and 34 (and, on a GPU, issue 34's GPU
     budgets); "n/a" when a peer or a stage (``--only``) is missing."""
@@ -282,11 +295,13 @@ def budgets(rows: dict, fresh_raw: dict, backend: str = "cpu") -> list[tuple[str
     check("MLP step: un-jitted jax.grad ÷ fgraph eager", ratio("mlp", N, E), 5, False)
     check("MLP step: fgraph compiled ÷ jax.jit", ratio("mlp", C, J), 1.1, True)
     check("CNN step: fgraph compiled ÷ jax.jit", ratio("cnn", C, J), 1.1, True)
-    check("GPT step: fgraph compiled ÷ jax.jit", ratio("gpt", C, J), 1.02, True)
-    check("GPT step: fgraph eager ÷ PyTorch eager", ratio("gpt", E, T), 1.0, True)
-    check("ResNet-8 step: fgraph compiled ÷ jax.jit", ratio("resnet8", C, J), 1.02, True)
-    # The issue's alternative where XLA's CPU convolutions are slower than PyTorch's: eager against jax.jit.
-    check("ResNet-8 step: fgraph eager ÷ jax.jit", ratio("resnet8", E, J), 1.1, True)
+    for key, name in (("gpt", "GPT"), ("resnet8", "ResNet-8")):
+        check(f"{name} step: fgraph compiled ÷ jax.jit", ratio(key, C, J), 1.02, True)
+        if xla_kernels_slower(rows.get(key, {})):  # the issue's alternative: XLA's own kernels lose to PyTorch's
+            check(f"{name} step: fgraph eager ÷ jax.jit (jax.jit slower than PyTorch eager here)",
+                  ratio(key, E, J), 1.1, True)
+        else:
+            check(f"{name} step: fgraph eager ÷ PyTorch eager", ratio(key, E, T), 1.0, True)
     cold = rows.get("real_models", {}).get("cold", {})
     for key, name in (("gpt", "GPT"), ("resnet8", "ResNet-8")):
         first = cold.get(key, {})
