@@ -44,10 +44,7 @@ Example:
 from __future__ import annotations
 
 import atexit
-import contextvars
 import functools
-import queue
-import sys
 import threading
 import time
 import warnings
@@ -57,6 +54,7 @@ from typing import Any, Callable, Optional
 import jax
 
 from fgraph.autograd import _compile_rent
+from fgraph.autograd._compile_worker import CompileWorker
 from fgraph.autograd.graph import GraphRoot, Node
 from fgraph.autograd.structure import Plan, Structure, find, make_plan
 from fgraph.tensor import _wrap
@@ -408,69 +406,7 @@ def compile_politely(jitted: Any, args: Any) -> None:
     traced.lower().compile()  # XLA releases the GIL: no need to yield during this part
 
 
-class _CompileWorker:
-    """One daemon thread that compiles queued programs, each in its caller's copied context."""
-
-    def __init__(self) -> None:
-        self.jobs: "queue.Queue[tuple]" = queue.Queue()
-        self.thread: Optional[threading.Thread] = None
-        self.start_lock = threading.Lock()
-        self.waited = 0.0  # seconds spent yielding to passes (not counted as compile time)
-        self.deferrable = 0.0  # what the running job may still wait for passes, in seconds
-
-    def submit(self, job: Callable[..., Any], *args: Any) -> None:
-        """Run ``job(*args)`` on the worker, in a copy of the caller's context (its modes)."""
-        context = contextvars.copy_context()
-        with self.start_lock:
-            if self.thread is None or not self.thread.is_alive():
-                self.thread = threading.Thread(target=self._main, name="fgraph-fusion-compile", daemon=True)
-                self.thread.start()
-        self.jobs.put((context, job, args))
-
-    def wait_idle(self, timeout: Optional[float]) -> bool:
-        if timeout is None:
-            self.jobs.join()
-            return True
-        deadline = time.monotonic() + timeout
-        with self.jobs.all_tasks_done:
-            while self.jobs.unfinished_tasks:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self.jobs.all_tasks_done.wait(left)
-        return True
-
-    def shutdown(self) -> None:
-        """At exit: drop queued jobs and let the running one finish (a daemon thread stopped inside
-        XLA's compiler aborts the process)."""
-        while True:
-            try:
-                self.jobs.get_nowait()
-            except queue.Empty:
-                break
-            self.jobs.task_done()
-        self.wait_idle(60.0)
-
-    def _main(self) -> None:
-        while True:
-            context, job, args = self.jobs.get()
-            # Tracing is Python holding the GIL; each time the caller's thread lets the GIL go (every
-            # kernel dispatch) it would wait a whole switch interval (5 ms) to get it back. A short
-            # interval while a job runs keeps the caller's node-by-node passes at their own speed.
-            self.deferrable = QUIET_WAIT
-            interval = sys.getswitchinterval()
-            sys.setswitchinterval(min(interval, COMPILE_SWITCH_INTERVAL))
-            try:
-                context.run(job, *args)
-            except Exception:  # pragma: no cover - jobs record their own failures
-                pass
-            finally:
-                sys.setswitchinterval(interval)
-                del context, job, args  # do not keep the graph alive until the next job
-                self.jobs.task_done()
-
-
-_worker = _CompileWorker()
+_worker = CompileWorker(QUIET_WAIT, COMPILE_SWITCH_INTERVAL)
 atexit.register(_worker.shutdown)
 
 

@@ -72,8 +72,9 @@ class _Race:
 
     Each way is timed over :attr:`SAMPLES` consecutive steps, from the start of one backward pass to the
     start of the next (the whole loop: forward, pass, optimizer, the caller's reads), after
-    :attr:`WARMUP` steps that settle it. Eager must be :attr:`MARGIN` faster to win: recording is the
-    way with less Python, which counts for more on a faster device.
+    :attr:`WARMUP` steps that settle it; a step during which fusion's worker compiled is not a sample (the
+    compile shares the cores with whichever way runs then). Eager must be :attr:`MARGIN` faster to win:
+    recording is the way with less Python, which counts for more on a faster device.
     """
 
     __slots__ = ("recorded", "eager", "verdict", "skip")
@@ -104,6 +105,13 @@ def _clock() -> float:
     return time.perf_counter()
 
 
+def _compile_epoch() -> Optional[int]:
+    """Fusion's worker's epoch (``CompileWorker.epoch``): a step timed while a compile ran is not a sample."""
+    from fgraph.autograd.fusion import _worker
+
+    return _worker.epoch()
+
+
 class DeferredRecorder(Recorder):
     """A thread's recorder under deferred dispatch: flushes compile by the rent rule (module docstring)."""
 
@@ -118,7 +126,7 @@ class DeferredRecorder(Recorder):
         self._charging: Optional[list] = None
         self._pass_key: Any = None  # while an eager pass flushes its trace: the pass's structure
         self._observing: Optional[list] = None  # [entry, pass structure, records, segment start, key]: _observe
-        self._last_pass: tuple = (None, None, 0.0)  # (race, way, start) of the last raced pass: periods are sampled
+        self._last_pass: tuple = (None, None, 0.0, None)  # (race, way, start, compile epoch) of the last raced pass
         self._program_ran = False  # whether the last flush ran a compiled program
         self._trial: Optional[list] = None  # a race's eager trial, to start once the current pass has ended
 
@@ -195,12 +203,14 @@ class DeferredRecorder(Recorder):
         if race.verdict == "eager":
             self._observing = [race, found.key, 0, None, None]
             return False
-        now = _clock()
-        last_race, way, start = self._last_pass
-        self._last_pass = (race, "recorded", now)
+        now, epoch = _clock(), _compile_epoch()
+        last_race, way, start, start_epoch = self._last_pass
+        self._last_pass = (race, "recorded", now, epoch)
         if race.verdict is None and last_race is race and way == "recorded":
             if not self._program_ran:  # the step ran kernel by kernel (its program is compiling): not timed yet
                 race.skip = race.WARMUP
+            elif epoch is None or epoch != start_epoch:  # a compile shared the cores with this step: no sample
+                pass
             elif race.skip:
                 race.skip -= 1
             else:
@@ -213,10 +223,10 @@ class DeferredRecorder(Recorder):
         """A pass of a raced step that runs eagerly (its trial, or its verdict)."""
         if race.verdict is not None:
             return
-        now = _clock()
-        last_race, way, start = self._last_pass
-        self._last_pass = (race, "eager", now)
-        if last_race is race and way == "eager":
+        now, epoch = _clock(), _compile_epoch()
+        last_race, way, start, start_epoch = self._last_pass
+        self._last_pass = (race, "eager", now, epoch)
+        if last_race is race and way == "eager" and epoch is not None and epoch == start_epoch:
             race.eager.append(now - start)
             if len(race.eager) >= race.SAMPLES and race.decide() == "recorded":
                 self._observing = None  # the next step is recorded again
