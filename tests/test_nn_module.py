@@ -172,6 +172,16 @@ def test_load_state_dict_accepts_arrays_and_casts():
     assert lin.weight.dtype == np.float64
 
 
+def test_load_state_dict_places_buffers_and_parameters_as_the_tensors_they_replace():
+    # A buffer loaded from NumPy was left uncommitted while the module's own was committed: at its first update
+    # it became committed, and every jax.jit it fed (a deferred training step's program) compiled a second time.
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4))
+    before = {k: v.array.committed for k, v in model.state_dict().items()}
+    model.load_state_dict({k: v.numpy() for k, v in model.state_dict().items()})
+    assert {k: v.array.committed for k, v in model.state_dict().items()} == before
+    assert all(before.values())
+
+
 def test_load_state_dict_non_persistent_buffer_is_unexpected():
     m = nn.Module()
     m.register_buffer("tmp", fg.zeros(1), persistent=False)

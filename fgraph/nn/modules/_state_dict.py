@@ -282,4 +282,8 @@ def _on_device_of(array: jax.Array, like: Any) -> jax.Array:
     if devices is None or isinstance(like, jax.core.Tracer):
         return array
     target = like.sharding
-    return array if array.sharding == target else jax.device_put(array, target)
+    if array.sharding == target and (array.committed or not like.committed):
+        return array
+    # Placed as the tensor it replaces, committed included: a buffer loaded uncommitted became committed at its
+    # first update, and every jax.jit it fed (a deferred step's program) compiled a second time.
+    return jax.device_put(array, target)
