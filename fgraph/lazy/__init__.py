@@ -143,7 +143,8 @@ class lazy:
     @staticmethod
     def stats() -> dict:
         """A copy of the counters: records, flushes, traces, hits, signatures, bypassed, evicted; deferred
-        dispatch's one_by_one, observed, steps_recorded, left_out, recomputed, races_recorded and races_eager."""
+        dispatch's one_by_one, observed, steps_recorded, left_out, recomputed, races_recorded, races_eager and
+        cold (steps compiled whole at their first sighting)."""
         return dict(STATS)
 
     @staticmethod
