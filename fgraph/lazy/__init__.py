@@ -143,8 +143,7 @@ class lazy:
     @staticmethod
     def stats() -> dict:
         """A copy of the counters: records, flushes, traces, hits, signatures, bypassed, evicted; deferred
-        dispatch's one_by_one, observed, steps_recorded, left_out, recomputed, races_recorded, races_eager and
-        cold (steps compiled whole at their first sighting)."""
+        dispatch's one_by_one, observed, steps_recorded, left_out, recomputed, races_recorded and races_eager."""
         return dict(STATS)
 
     @staticmethod

@@ -18,11 +18,6 @@ pay the rent (``_observe``), and recording resumes when it is due. The compile r
 (``_background.py``; in the foreground under ``fusion.set_background(False)``) while the trace keeps
 running kernel by kernel.
 
-A *cold* step is the exception: when most of a recorded step's kernels have never compiled (a model's first
-step), running it kernel by kernel would compile each kernel, and each rule kernel of its pass, on its own,
-paying XLA's fixed cost every time; so its pass is recorded at once and the step compiles as one program in
-the foreground (:func:`_cold`; ResNet-8's first step: 5.1 s -> 2.5 s; :func:`set_cold_compile` turns it off).
-
 A backward pass first runs the pending forward trace, then runs eagerly (fusion's programs serve
 it as in eager mode), except once the structure of forward and backward together recurs and has
 paid its rent: then the pass is recorded too (one call of ``fused_lazy``'s kernel) and the trace
@@ -68,7 +63,7 @@ _STEPS: "collections.OrderedDict[Any, _Race]" = collections.OrderedDict()
 #: A trace compiles once seen this many times (and its rent is paid).
 COMPILE_AFTER = 2
 
-for _name in ("one_by_one", "steps_recorded", "observed", "races_recorded", "races_eager", "cold"):
+for _name in ("one_by_one", "steps_recorded", "observed", "races_recorded", "races_eager"):
     STATS.setdefault(_name, 0)
 
 
@@ -148,8 +143,6 @@ class DeferredRecorder(Recorder):
         return out
 
     def flush(self, leave_out: Optional[set] = None) -> None:
-        cold = self.compile_next and _cold(self.cold, len(self.records))  # a recorded step (a trace cut by a read
-        # is left kernel by kernel: its next sightings are usually uncut, and need those kernels)
         taken = self.take(leave_out)
         if taken is None:
             return
@@ -158,9 +151,7 @@ class DeferredRecorder(Recorder):
         compile_now, self.compile_next = self.compile_next, False
         if _background.ready:
             _background.install_ready()
-        if key not in _PROGRAMS and cold:  # one program compiles sooner than its kernels one by one: now
-            STATS["cold"] += 1
-        elif key not in _PROGRAMS:
+        if key not in _PROGRAMS:
             if key in _background.compiling:  # its program is compiling on fusion's worker: one kernel at a time
                 STATS["one_by_one"] += 1
                 run(replay_one_by_one(key), alive, externals)
@@ -197,9 +188,7 @@ class DeferredRecorder(Recorder):
             _STEPS.move_to_end(step)
             return self._run_raced(race, found)
         entry = _sighting(step)
-        n_step = len(self.records) + len(found.order)
-        # A cold step (its kernels never compiled) is recorded at once: its pass's rule kernels are as cold.
-        if _due(entry, n_step) and _fusion_ready(found.key) or _cold(2 * self.cold, n_step):
+        if _due(entry, len(self.records) + len(found.order)) and _fusion_ready(found.key):
             _SEEN.pop(step, None)
             race = _STEPS[step] = _Race()
             if len(_STEPS) > MAX_SEEN:
@@ -318,31 +307,13 @@ def _sighting(key: Any) -> list:
     return entry
 
 
-def _cold(n_cold: int, n_records: int) -> bool:
-    """Whether a trace of ``n_records`` records, ``n_cold`` of whose kernels never compiled, compiles sooner whole
-    than kernel by kernel: each kernel's compile pays XLA's fixed cost, the trace's program pays it once
-    (``_compile_rent.expected_compile_seconds``). A model's first step: ResNet-8's took 5.1 s kernel by kernel
-    (119 compiles) and 2.8 s as one program; so cold, it runs at once, compiled in the foreground."""
-    if n_cold < 2 or not _state["cold"]:
-        return False
-    from fgraph.autograd._compile_rent import expected_compile_seconds
-
-    return n_cold * expected_compile_seconds(1) > expected_compile_seconds(n_records)
-
-
 def _due(entry: list, n_records: int) -> bool:
     from fgraph.autograd import _compile_rent
 
     return _compile_rent.due(entry[0], entry[1], n_records, COMPILE_AFTER, _state["rent"])
 
 
-_state: dict = {"rent": None, "cold": True}
-
-
-def set_cold_compile(on: bool) -> None:
-    """Whether a trace whose kernels never compiled compiles whole at its first flush (:func:`_cold`; on by
-    default) instead of running kernel by kernel until its rent is paid."""
-    _state["cold"] = bool(on)
+_state: dict = {"rent": None}
 
 
 def set_rent(rent: Optional[float]) -> None:

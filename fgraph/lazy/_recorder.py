@@ -165,7 +165,6 @@ class Recorder:
         self.ext_index: dict = {}  # id(array) -> external index (arrays only; they are held in externals)
         self.donated: list = []  # external indices the program may overwrite (an optimizer's buffers, see call_tree)
         self.largest = 0  # elements of the largest value recorded (inputs and outputs)
-        self.cold = 0  # records whose kernel was never compiled (deferred dispatch compiles such a trace whole)
 
     def discard(self) -> None:
         """Drop the pending records (the block raised); their placeholders can no longer be read."""
@@ -224,8 +223,6 @@ class Recorder:
         sig = _SIGS.get((kernel, kids_t))
         if sig is None:
             sig = _signature(kernel, kids_t)
-            if _never_compiled(kernel):
-                self.cold += 1
         out_kids, out_avals, treedef, largest = sig
         if largest > self.largest:
             self.largest = largest
@@ -391,13 +388,6 @@ def _size(abstract: Any) -> int:
     for d in shape:
         n *= d
     return n
-
-
-def _never_compiled(kernel: Callable) -> bool:
-    """Whether ``kernel`` (a ``jax.jit``, or a ``_Flat`` wrapping one) has compiled for no input at all yet."""
-    kernel = kernel.kernel if type(kernel) is _Flat else kernel
-    cache_size = getattr(kernel, "_cache_size", None)
-    return cache_size is not None and cache_size() == 0
 
 
 def _is_lazy(x: Any) -> bool:
