@@ -375,6 +375,12 @@ _TWO_DEVICES = textwrap.dedent("""
         assert "2 cpu device(s)" in str(e), e
     else:
         raise AssertionError("cpu:2 should not exist")
+    if fg.lazy.is_active():  # an op on cpu:1 runs eagerly, until cpu:1 is JAX's default device: then it records
+        fg.lazy.reset_stats()
+        (z * 2).sum().item()
+        assert fg.lazy.stats()["records"] == 0 and fg.lazy.stats()["bypassed"] == 2, fg.lazy.stats()
+        with jax.default_device(jax.devices("cpu")[1]):
+            assert ((z * 2).sum().item(), fg.lazy.stats()["records"]) == ((z.sum() * 2).item(), 2)
     print("ok")
 """)
 
