@@ -523,3 +523,32 @@ def test_a_step_timed_while_a_compile_ran_is_not_a_sample_of_the_race(deferred, 
     assert raced is not None and raced.verdict == "recorded"
     first = next(i for i, n in enumerate(samples) if n)
     assert busy["passes"] == 0 and first >= 8 + race.WARMUP, samples  # no sample while the worker was busy
+
+
+@pytest.mark.parametrize("rent", [0.0], indirect=True)
+def test_a_verdict_holds_for_a_while_then_the_race_runs_again(deferred, rent, monkeypatch):
+    # Five samples each way, once, can be wrong (noise within the margin, a disturbed period): after RECHECK
+    # steps the race runs again, and a way that has become faster wins it.
+    monkeypatch.setattr(_deferred, "_STEPS", type(_deferred._STEPS)())
+    clock = _PassClock(1.0, 2.0)  # recording is faster first
+    monkeypatch.setattr(_deferred, "_clock", clock)
+    monkeypatch.setattr(_deferred._Race, "RECHECK", 6)
+    fg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2)).double()
+    opt = fg.optim.Adam(model.parameters(), lr=0.05)
+    x = fg.randn(6, 4, dtype=fg.float64)
+    verdicts = []
+    for step in range(60):
+        if fg.lazy.stats()["races_recorded"] == 1:
+            clock.recorded, clock.eager = 2.0, 1.0  # then eager is
+        opt.step((model(x) ** 2).mean().backward())
+        fg.autograd.fusion.wait_for_compiles()
+        stats = fg.lazy.stats()
+        verdicts.append((stats["races_recorded"], stats["races_eager"]))
+    assert verdicts[-1][0] == 1 and verdicts[-1][1] >= 1, verdicts
+    first_eager = verdicts.index((1, 1))
+    held = next(i for i, v in enumerate(verdicts) if v == (1, 0))
+    assert first_eager - held > _deferred._Race.RECHECK, verdicts  # the first verdict held its RECHECK steps
+    after = fg.lazy.stats()
+    opt.step((model(x) ** 2).mean().backward())
+    assert fg.lazy.stats()["steps_recorded"] == after["steps_recorded"]  # the new verdict runs it eagerly

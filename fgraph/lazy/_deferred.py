@@ -75,18 +75,34 @@ class _Race:
     :attr:`WARMUP` steps that settle it; a step during which fusion's worker compiled is not a sample (the
     compile shares the cores with whichever way runs then). Eager must be :attr:`MARGIN` faster to win:
     recording is the way with less Python, which counts for more on a faster device.
+
+    A verdict holds for :attr:`RECHECK` steps, then the race runs again (and the next verdict holds twice as
+    long, up to :attr:`RECHECK_MAX`): the samples are few, and a machine's load changes.
     """
 
-    __slots__ = ("recorded", "eager", "verdict", "skip")
+    __slots__ = ("recorded", "eager", "verdict", "skip", "steps", "recheck")
     SAMPLES = 5
     WARMUP = 2
     MARGIN = 0.05
+    RECHECK = 50
+    RECHECK_MAX = 1600
 
     def __init__(self) -> None:
         self.recorded: list = []
         self.eager: list = []
         self.verdict: Optional[str] = None  # "recorded" or "eager" once decided
         self.skip = self.WARMUP  # steps left before the recorded samples count
+        self.steps = 0  # steps run by the current verdict
+        self.recheck = self.RECHECK
+
+    def due_again(self) -> bool:
+        """Count a step run by the verdict; at :attr:`recheck` of them the verdict is dropped: the race runs again."""
+        self.steps += 1
+        if self.steps < self.recheck:
+            return False
+        self.steps, self.recheck = 0, min(2 * self.recheck, self.RECHECK_MAX)
+        self.verdict, self.skip = None, self.WARMUP
+        return True
 
     def wants_eager_trial(self) -> bool:
         return self.verdict is None and len(self.recorded) >= self.SAMPLES
@@ -203,6 +219,8 @@ class DeferredRecorder(Recorder):
         if race.verdict == "eager":
             self._observing = [race, found.key, 0, None, None]
             return False
+        if race.verdict == "recorded":
+            race.due_again()  # when due, this step starts the race again
         now, epoch = _clock(), _compile_epoch()
         last_race, way, start, start_epoch = self._last_pass
         self._last_pass = (race, "recorded", now, epoch)
@@ -222,6 +240,8 @@ class DeferredRecorder(Recorder):
     def _race_eagerly(self, race: _Race) -> None:
         """A pass of a raced step that runs eagerly (its trial, or its verdict)."""
         if race.verdict is not None:
+            if race.due_again():
+                self._observing = None  # the next step is recorded: the race runs again
             return
         now, epoch = _clock(), _compile_epoch()
         last_race, way, start, start_epoch = self._last_pass
