@@ -492,6 +492,20 @@ def test_a_recorded_step_races_its_eager_self_and_keeps_the_faster_way(deferred,
     _close(losses, train()[0])
 
 
+def _training_step():
+    """A small MLP's Adam step (compiles waited for), as a training loop runs it."""
+    fg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2)).double()
+    opt = fg.optim.Adam(model.parameters(), lr=0.05)
+    x = fg.randn(6, 4, dtype=fg.float64)
+
+    def step():
+        opt.step((model(x) ** 2).mean().backward())
+        fg.autograd.fusion.wait_for_compiles()
+
+    return step
+
+
 @pytest.mark.parametrize("rent", [0.0], indirect=True)
 def test_a_step_timed_while_a_compile_ran_is_not_a_sample_of_the_race(deferred, rent, monkeypatch):
     # A background compile takes a core from whichever way runs meanwhile: ResNet-8's race once chose eager
@@ -508,14 +522,10 @@ def test_a_step_timed_while_a_compile_ran_is_not_a_sample_of_the_race(deferred, 
 
     monkeypatch.setattr(_deferred, "_compile_epoch", epoch)
     race = _deferred._Race
-    fg.manual_seed(0)
-    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2)).double()
-    opt = fg.optim.Adam(model.parameters(), lr=0.05)
-    x = fg.randn(6, 4, dtype=fg.float64)
+    step = _training_step()
     samples = []
     for _ in range(40):
-        opt.step((model(x) ** 2).mean().backward())
-        fg.autograd.fusion.wait_for_compiles()
+        step()
         raced = next(reversed(_deferred._STEPS.values()), None)  # the step's latest structure
         samples.append(None if raced is None else len(raced.recorded))
         if raced is not None and raced.verdict is not None:
@@ -533,16 +543,12 @@ def test_a_verdict_holds_for_a_while_then_the_race_runs_again(deferred, rent, mo
     clock = _PassClock(1.0, 2.0)  # recording is faster first
     monkeypatch.setattr(_deferred, "_clock", clock)
     monkeypatch.setattr(_deferred._Race, "RECHECK", 6)
-    fg.manual_seed(0)
-    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2)).double()
-    opt = fg.optim.Adam(model.parameters(), lr=0.05)
-    x = fg.randn(6, 4, dtype=fg.float64)
+    step = _training_step()
     verdicts = []
-    for step in range(60):
+    for _ in range(60):
         if fg.lazy.stats()["races_recorded"] == 1:
             clock.recorded, clock.eager = 2.0, 1.0  # then eager is
-        opt.step((model(x) ** 2).mean().backward())
-        fg.autograd.fusion.wait_for_compiles()
+        step()
         stats = fg.lazy.stats()
         verdicts.append((stats["races_recorded"], stats["races_eager"]))
     assert verdicts[-1][0] == 1 and verdicts[-1][1] >= 1, verdicts
@@ -550,5 +556,5 @@ def test_a_verdict_holds_for_a_while_then_the_race_runs_again(deferred, rent, mo
     held = next(i for i, v in enumerate(verdicts) if v == (1, 0))
     assert first_eager - held > _deferred._Race.RECHECK, verdicts  # the first verdict held its RECHECK steps
     after = fg.lazy.stats()
-    opt.step((model(x) ** 2).mean().backward())
+    step()
     assert fg.lazy.stats()["steps_recorded"] == after["steps_recorded"]  # the new verdict runs it eagerly
