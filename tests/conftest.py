@@ -4,6 +4,8 @@ The suite runs on every core (pytest-xdist, ``-n auto`` in pyproject.toml); each
 is a JAX process, so none may grab most of an accelerator's memory up front.
 """
 import os
+import shutil
+import tempfile
 from importlib.metadata import version
 
 
@@ -12,10 +14,17 @@ def _jaxlib_version() -> tuple[int, ...]:
 
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-# fgraph turns JAX's persistent compilation cache on at import (in ~/.cache): the suite leaves it off, so a run
-# neither writes thousands of entries into the user's home nor depends on what an earlier run left there.
-# tests/test_compilation_cache.py turns it on in its own subprocesses.
-os.environ.setdefault("FGRAPH_COMPILATION_CACHE", "0")
+# JAX's persistent compilation cache (fgraph turns it on at import, in ~/.cache) points at a directory of this
+# run's own: made by the first process (pytest itself, or its only process), inherited through the environment
+# by the xdist workers and the subprocesses tests start, removed when that process ends. A kernel compiled by
+# one worker is then a ~1-2 ms load for the other, and for the same worker after it drops its compiled
+# programs (below: every ~250 programs, the suite recompiled its shared kernels each time). A run neither
+# writes into the user's home nor depends on what an earlier run left. FGRAPH_COMPILATION_CACHE=0 turns it off.
+# tests/test_compilation_cache.py points its subprocesses at directories of their own.
+_RUN_CACHE_OWNER = "FGRAPH_TEST_RUN_CACHE" not in os.environ
+if _RUN_CACHE_OWNER:
+    os.environ["FGRAPH_TEST_RUN_CACHE"] = tempfile.mkdtemp(prefix="fgraph-test-jax-cache-")
+os.environ["FGRAPH_CACHE_DIR"] = os.environ["FGRAPH_TEST_RUN_CACHE"]
 # The suite compiles thousands of small kernels and times none of them, so compile time is most of its run
 # time (CI's budget): XLA's CPU backend at optimisation level 0 compiles them ~10% faster, and its classic
 # elemental emitters instead of the newer fusion emitters ~35% faster again (the op tables' reduction family:
@@ -137,6 +146,11 @@ def _count_maps() -> int:
 
 
 _maps_floor = [None if _MAPS_FILE is None else _count_maps()]  # after the worker's imports, or its last drop
+
+
+def pytest_unconfigure(config) -> None:
+    if _RUN_CACHE_OWNER:
+        shutil.rmtree(os.environ["FGRAPH_TEST_RUN_CACHE"], ignore_errors=True)
 
 
 def pytest_runtest_teardown(item, nextitem) -> None:
