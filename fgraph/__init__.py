@@ -115,10 +115,3 @@ __version__ = "0.1.0"
 # dispatches op by op instead.
 if _os.environ.get("FGRAPH_DEFERRED", "").strip().lower() not in ("0", "false", "off", "no"):
     lazy.set_deferred(True)
-
-# Last: the objects every import above made move to the garbage collector's permanent generation, so its full
-# collections no longer walk them each time a training loop's graphs trigger one (fgraph/_gc.py;
-# FGRAPH_GC_FREEZE=0 opts out).
-from fgraph import _gc  # noqa: E402
-
-_gc.freeze_import_time_objects()
