@@ -13,8 +13,8 @@ and the second forward + backward of it:
 * **PyTorch eager**, **jax.jit** (a new jitted ``jax.grad``: the first call compiles) and
   **un-jitted jax.grad**.
 
-:func:`first_calls` times the first 50 calls of a fresh structure (fgraph eager and PyTorch eager):
-a notebook user's edited cell, fusion's background compile included; :func:`first_hvp_calls` the
+:func:`first_calls` times the first 50 calls of a fresh structure (fgraph eager and PyTorch eager, and
+``fresh_floors.py``'s two pure-JAX floors): a notebook user's edited cell, fusion's background compile included; :func:`first_hvp_calls` the
 first 50 Hessian-vector products of a fresh 2-4 layer network the same way.
 
 The per-op kernels are compiled once beforehand (a warm-up structure, reported separately),
@@ -35,6 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import fgraph as fg
+import fresh_floors
 from overhead import CHAIN_OPS, chain_data, chain_forward
 from timing import block, cli, thread_settings, to_torch, torch, torch_done
 
@@ -73,6 +74,8 @@ class FgraphEager:
 
 def peer_call(peer: str, data: dict, kinds: list) -> Callable[[], object]:
     """One peer's forward + backward of the structure ``kinds``, with fresh caches."""
+    if peer in fresh_floors.FLOORS:
+        return fresh_floors.peer_call(peer, data, kinds)
     if peer == "fgraph eager":
         return FgraphEager(data, kinds)
     if peer == "fgraph compiled":
@@ -146,10 +149,12 @@ def measure(rounds: int, repeats: int = 5, skip: tuple = ()) -> dict:
 
 
 def first_calls(data: dict, rounds: int, seed: int, calls: int = FIRST_CALLS) -> dict:
-    """Seconds for the first ``calls`` forward + backward calls of a fresh structure, fgraph eager and PyTorch
-    eager (median over ``rounds`` structures, a new one per round and peer): what an edited notebook cell
-    costs, fusion's background compile included. Each peer's compiles finish before the next peer starts."""
-    peers = ["fgraph eager"] + (["PyTorch eager"] if torch is not None else [])
+    """Seconds for the first ``calls`` forward + backward calls of a fresh structure, fgraph eager, PyTorch
+    eager and the pure-JAX floors of ``fresh_floors.py`` (median over ``rounds`` structures, a new one per round
+    and peer): what an edited notebook cell costs, fusion's background compile included. Each peer's compiles
+    finish before the next peer starts."""
+    peers = ["fgraph eager"] + (["PyTorch eager"] if torch is not None else []) + list(fresh_floors.FLOORS)
+    fresh_floors.check_and_warm(data, structure(seed - 1))
     totals: dict = {p: [] for p in peers}
     for r in range(rounds):
         for i, peer in enumerate(peers):
@@ -250,6 +255,8 @@ def run(quick: bool) -> int:
     if "PyTorch eager" in calls:
         line += f" (fgraph ÷ PyTorch {calls['fgraph eager'] / calls['PyTorch eager']:.2f}x)"
     print(f"  first {FIRST_CALLS} calls of a fresh structure: " + line)
+    for floors in fresh_floors.summary_line(calls):
+        print("  " + floors)
     hvps = result["first_hvp_calls"]
     line = ", ".join(f"{p} {t * 1e3:.0f} ms" for p, t in hvps.items())
     if "PyTorch eager" in hvps:

@@ -359,6 +359,9 @@ def report(rows: dict, fresh_raw: dict, quick: bool, command: str, note: Optiona
                    + ", ".join(f"{p} {t * 1e3:.0f} ms" for p, t in fresh_raw["first_calls"].items()) + "; the first 50 "
                    "Hessian-vector products of a fresh 2-4 layer network: "
                    + ", ".join(f"{p} {t * 1e3:.0f} ms" for p, t in fresh_raw.get("first_hvp_calls", {}).items()) + ".")
+        import fresh_floors
+
+        out += fresh_floors.summary_line(fresh_raw["first_calls"])
     out += chain_parts_line(rows.get("chain", {}))
     out += autocast_line(rows)
     mlp, hvp = rows.get("mlp", {}), rows.get("hvp", {})

@@ -90,6 +90,9 @@ def test_quick_suite_prints_every_workload_row(tmp_path, capsys):
                      r"fgraph eager [0-9.]+ s)", proc.stdout, re.M), "the cold first-step line is not reported"
     assert re.search(r"the first 50 calls of a fresh structure \(fwd\+bwd.*\): fgraph eager [0-9]+ ms", proc.stdout), \
         "the first calls of a fresh structure are not reported"
+    assert re.search(r"^Floors of the first 50 calls of a fresh 200-node structure.*per backward node [0-9]+ ms "
+                     r"\([0-9.]+× PyTorch eager.*one interpreter program per call .* [0-9]+ ms \([0-9.]+× PyTorch eager",
+                     proc.stdout, re.M), "the fresh structure's floors are not reported"
     verdicts = [r for r in rows if len(r.split(" | ")) == 4]
     for budget in BUDGETS:
         found = [r for r in verdicts if r.startswith("| " + budget)]
@@ -169,3 +172,29 @@ def test_real_model_eager_budget_is_against_jax_jit_only_where_xla_loses_to_pyto
     assert lines["ResNet-8 step: fgraph eager ÷ PyTorch eager"] == ("1.11×", "≤ 1×", "MISS")
     assert not any(w.startswith("GPT step: fgraph eager ÷ PyTorch") or w.startswith("ResNet-8 step: fgraph eager ÷ jax")
                    for w in lines)
+
+
+def test_fresh_structure_floors_compute_the_gradients_jax_grad_does():
+    """The floors of the fresh-structure budget (``benchmarks/fresh_floors.py``) run the same chain: one program
+    per op, and one interpreter program on an instruction tape. A floor that computed less would be no floor."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    try:
+        import fresh_floors
+        from fresh_structure import structure
+        from overhead import chain_data, chain_forward
+    finally:
+        sys.path.remove(os.path.join(ROOT, "benchmarks"))
+    x, c, d = (jnp.asarray(v) for v in chain_data(np.random.default_rng(1)).values())
+    for seed in (5, 6):
+        kinds = structure(seed)
+        loss, grads = jax.value_and_grad(lambda *a: chain_forward(*a, jnp.sin, jnp.tanh, kinds), (0, 1, 2))(x, c, d)
+        tape, steps, _, _ = fresh_floors.tape_of(kinds)
+        assert steps == 2 * len(kinds)  # each op: one forward row, one backward row
+        for floor in (fresh_floors.op_by_op, fresh_floors.interpreter):
+            got = floor(x, c, d, kinds)
+            for a, b in zip(got, (loss, *grads)):
+                np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-5, atol=1e-6, err_msg=floor.__name__)
