@@ -106,32 +106,37 @@ def op_by_op(x: jax.Array, c: jax.Array, d: jax.Array, kinds: list) -> tuple:
 
 
 # -- one interpreter program -----------------------------------------------------------------
-# Registers: x, c, d, the gradients of c and d, ones (the loss's gradient), then every value the tape makes.
-X, C, D, DC, DD, ONES, FIRST = range(7)
+# Registers: x, c, d, ones (the loss's gradient), then every value the tape makes. The gradients of c and d
+# accumulate in two values of their own, carried by the loop beside the registers.
+X, C, D, ONES, FIRST = range(5)
 MAX_STEPS = 2 * CHAIN_OPS  # one tape length for every structure (padded; the loop stops at the call's length)
 REGISTERS = FIRST + MAX_STEPS
 SIN_B, TANH_B, MUL_B, ADD_B = range(4, 8)
 
 
 def _step(op: int) -> Callable:
-    """Branch ``op`` of the interpreter: ``regs -> regs`` with ``out = op(a, b)``."""
-    def step(regs: jax.Array, a: jax.Array, b: jax.Array, out: jax.Array) -> jax.Array:
-        ra, rb = regs[a], regs[b]
+    """Branch ``op`` of the interpreter: ``(a, b, c) -> (value, c's gradient increment, d's increment)``.
+
+    Branches take and return values, never the register file: the loop body reads and writes the registers
+    around the ``lax.switch``, so XLA updates them in place (a file passed through the branches is copied on
+    every step: 16 µs a step for 4,096 registers on the 2-core VM, against 1.6 µs this way)."""
+    def step(ra: jax.Array, rb: jax.Array, c: jax.Array) -> tuple:
+        zero = jnp.zeros_like(ra)
         if op == SIN:
-            return regs.at[out].set(jnp.sin(ra))
+            return jnp.sin(ra), zero, zero
         if op == TANH:
-            return regs.at[out].set(jnp.tanh(ra))
+            return jnp.tanh(ra), zero, zero
         if op == MUL:
-            return regs.at[out].set(ra * rb)
+            return ra * rb, zero, zero
         if op == ADD:
-            return regs.at[out].set(ra + rb)
+            return ra + rb, zero, zero
         if op == SIN_B:  # a: the gradient, b: the op's input
-            return regs.at[out].set(ra * jnp.cos(rb))
+            return ra * jnp.cos(rb), zero, zero
         if op == TANH_B:  # b: the op's output
-            return regs.at[out].set(ra * (1 - rb * rb))
-        if op == MUL_B:  # b: the op's input; c's gradient accumulates
-            return regs.at[DC].add(ra * rb).at[out].set(ra * regs[C])
-        return regs.at[DD].add(ra)  # ADD_B: d's gradient accumulates, the gradient passes unchanged
+            return ra * (1 - rb * rb), zero, zero
+        if op == MUL_B:  # b: the op's input
+            return ra * c, ra * rb, zero
+        return ra, zero, ra  # ADD_B: the gradient passes unchanged
 
     step.__name__ = f"step_{op}"
     return step
@@ -143,12 +148,14 @@ _BRANCHES = [_step(op) for op in range(8)]
 @jax.jit
 def _interpret(x: jax.Array, c: jax.Array, d: jax.Array, tape: jax.Array, n: jax.Array, result: jax.Array,
                grad: jax.Array) -> tuple:
-    def body(i: jax.Array, regs: jax.Array) -> jax.Array:
-        return lax.switch(tape[i, 0], _BRANCHES, regs, tape[i, 1], tape[i, 2], tape[i, 3])
+    def body(i: jax.Array, carry: tuple) -> tuple:
+        regs, dc, dd = carry
+        value, more_dc, more_dd = lax.switch(tape[i, 0], _BRANCHES, regs[tape[i, 1]], regs[tape[i, 2]], c)
+        return regs.at[tape[i, 3]].set(value), dc + more_dc, dd + more_dd
 
     regs = jnp.zeros((REGISTERS, x.shape[0]), x.dtype).at[X].set(x).at[C].set(c).at[D].set(d).at[ONES].set(1)
-    regs = lax.fori_loop(0, n, body, regs)
-    return regs[result].sum(), regs[grad], regs[DC], regs[DD]
+    regs, dc, dd = lax.fori_loop(0, n, body, (regs, jnp.zeros_like(c), jnp.zeros_like(d)))
+    return regs[result].sum(), regs[grad], dc, dd
 
 
 def tape_of(kinds: list) -> tuple[np.ndarray, int, int, int]:
@@ -164,10 +171,7 @@ def tape_of(kinds: list) -> tuple[np.ndarray, int, int, int]:
     g = ONES
     for k, src, dst in reversed(forward):
         out = FIRST + len(rows)
-        if k == ADD:
-            rows.append((ADD_B, g, g, out))  # writes only d's gradient: g stays where it is
-            continue
-        rows.append(({SIN: SIN_B, TANH: TANH_B, MUL: MUL_B}[k], g, dst if k == TANH else src, out))
+        rows.append(({SIN: SIN_B, TANH: TANH_B, MUL: MUL_B, ADD: ADD_B}[k], g, dst if k == TANH else src, out))
         g = out
     tape = np.zeros((MAX_STEPS, 4), np.int32)
     tape[:len(rows)] = rows
