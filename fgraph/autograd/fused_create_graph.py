@@ -73,7 +73,7 @@ class FlatProgram:
     reads that program's plan, which :meth:`run` binds.
     """
 
-    __slots__ = ("fn", "jitted", "fused", "float_out", "out_meta", "ready", "failed", "requests", "_vjps",
+    __slots__ = ("fn", "jitted", "fused", "float_out", "out_meta", "ready", "failed", "requests", "_vjps", "_reads",
                  "__weakref__")
 
     def __init__(self, fn: Callable, fused: Any) -> None:
@@ -86,6 +86,7 @@ class FlatProgram:
         self.requests: set = set()  # float_in selections whose vjp compile was asked for
         self.failed = False
         self._vjps: dict = {}
+        self._reads: dict = {}  # float_in -> those of its inputs the outputs depend on
 
     def vjp(self, float_in: tuple, float_out: tuple, n: int) -> "FlatProgram":
         """The program ``(*xs, *cts) -> cotangents of xs[float_in]`` (one per input/output selection)."""
@@ -97,6 +98,19 @@ class FlatProgram:
                 if program is None:
                     program = self._vjps[key] = FlatProgram(Vjp(self.fn, float_in, float_out, n), self.fused)
         return program
+
+    def reads(self, plan: Any, arrays: Sequence[Any], float_in: tuple) -> tuple:
+        """The inputs among ``float_in`` that the outputs depend on (worked out once per selection)."""
+        read = self._reads.get(float_in)
+        if read is None:
+            calls = self.fused._calls
+            previous = getattr(calls, "plan", None)
+            calls.plan = plan
+            try:
+                read = self._reads[float_in] = inputs_read(self.fn, arrays, float_in)
+            finally:
+                calls.plan = previous
+        return read
 
     def run(self, plan: Any, arrays: Sequence[Any]) -> tuple:
         calls = self.fused._calls
@@ -176,7 +190,7 @@ def _outputs(program: FlatProgram, plan: Any, arrays: list, edges: tuple, outs: 
     """The program's outputs as Tensors, recorded on one :class:`FusedBackward` when a gradient can flow
     back (``float_in``: the inputs it flows to, worked out here unless the caller has them)."""
     if float_in is None:
-        float_in = _float_inputs(arrays, edges)
+        float_in = program.reads(plan, arrays, _float_inputs(arrays, edges))
     if not float_in:
         return [_wrap(o) for o in outs]
     float_out = tuple(j for j, o in enumerate(outs) if _inexact(o))
@@ -215,6 +229,24 @@ def try_run(found: Any, graph_root: Node, root_nr: int, seeds: list, output_edge
     return captured, leaf_grads
 
 
+def inputs_read(fn: Callable, arrays: Sequence[Any], float_in: tuple) -> tuple:
+    """The inputs among ``float_in`` that ``fn``'s outputs depend on. ``mul``'s rule for ``x`` alone, ``g * c``,
+    does not read ``x``: recorded op by op its result would not depend on ``x``, so it must not here either (a
+    gradient that does not depend on an input is ``None`` for it, and ``strict`` checks rely on that)."""
+    if not float_in:
+        return float_in
+    jaxpr = jax.make_jaxpr(fn)(*arrays).jaxpr
+    try:
+        from jax._src.interpreters.partial_eval import dce_jaxpr
+
+        _, used = dce_jaxpr(jaxpr, [True] * len(jaxpr.outvars))
+    except Exception:  # pragma: no cover - JAX moved its dead-code pass: every input counts as read
+        return float_in
+    positions = [i for i, a in enumerate(arrays) if a is not None]  # the jaxpr's inputs (None is no input)
+    read = {i for i, u in zip(positions, used) if u}
+    return tuple(i for i in float_in if i in read)
+
+
 def _float_inputs(arrays: Sequence[Any], edges: tuple) -> tuple:
     """The inputs a gradient flows back to: inexact arrays on an edge."""
     return tuple(i for i, (a, e) in enumerate(zip(arrays, edges)) if e is not None and _inexact(a))
@@ -234,7 +266,7 @@ def _saved_edges(order: list, layout: list, seeds: list) -> list:
     for node, span in zip(order, layout):
         if span is None:
             continue
-        if type(node) is FusedBackward:
+        if isinstance(node, FusedBackward):
             edges.extend(node.next_edges)
             continue
         saved = node.saved_inputs

@@ -163,7 +163,7 @@ def _tangent_arrays(found: Any, seeds: list, n: int, level: Any) -> tuple[tuple,
         if span is None:
             continue
         start, stop = span
-        if type(node) is not FusedBackward:  # a FusedBackward's values have no tangents
+        if not isinstance(node, FusedBackward):  # a FusedBackward's values have no tangents
             saved = node.saved_inputs or ()
             for a in saved:
                 t = tangent_at(a, level) if isinstance(a, Tensor) else None
@@ -209,7 +209,7 @@ def _inputs(found: Any, seeds: list, arrays: list, level: Any) -> Optional[tuple
         if span is None:
             continue
         start, stop = span
-        if type(node) is FusedBackward:  # its values have no tangents: made outside forward mode
+        if isinstance(node, FusedBackward):  # its values have no tangents: made outside forward mode
             inputs.extend(_rewrap(a, e) if isinstance(a, jax.Array) else a
                           for a, e in zip(arrays[start:stop], node.next_edges))
             if level is not None:

@@ -164,10 +164,13 @@ def reset_stats() -> None:
 
 
 def clear_cache() -> None:
-    """Forget every structure seen and every compiled program."""
+    """Forget every structure seen and every compiled program (node rules' too)."""
+    from fgraph.autograd import fused_node_rule
+
     with _lock:
         _seen.clear()
         _compiled.clear()
+    fused_node_rule.clear()
 
 
 def wait_for_compiles(timeout: Optional[float] = None) -> bool:

@@ -465,6 +465,10 @@ class OpNode(Node):
             raise _missing_rule(self)
         if _all_none(grad_outputs):
             return (None,) * len(self.next_edges)
+        if not _FW_OPEN[0]:  # a kind seen before: its whole rule as one kernel and one node
+            fused = _node_rules().try_apply(self, grad_outputs, needs)
+            if fused is not None:
+                return fused
         needs = _default_needs(self.in_meta) if needs is None else needs
         result = self.saved_result
         if result is not None:
@@ -499,6 +503,19 @@ class MultiOutputOpNode(OpNode):
 
     def _out_meta(self) -> Optional[tuple]:
         return self.out_meta
+
+
+def _node_rules() -> Any:
+    """:mod:`fgraph.autograd.fused_node_rule`, imported on first use (it imports the ops' Tensor machinery)."""
+    global _NODE_RULES
+    if _NODE_RULES is None:
+        from fgraph.autograd import fused_node_rule
+
+        _NODE_RULES = fused_node_rule
+    return _NODE_RULES
+
+
+_NODE_RULES: Any = None
 
 
 def _all_none(grads: Sequence[Optional[Tensor]]) -> bool:
