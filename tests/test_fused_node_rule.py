@@ -54,6 +54,7 @@ def _warm(kinds):
 def test_new_structures_of_seen_kinds_record_one_node_per_rule_and_equal_jax(compile_mode):
     _warm([0, 1, 0, 1])  # every layer kind, first and later layers
     x, v = fg.tensor(X0, requires_grad=True), fg.tensor(V0)
+    hits = fusion.stats()["hits"]  # the counters are the process's
     for kinds in ([1, 0], [0, 0, 1], [1, 1, 0, 0], [0, 1, 1]):  # each structure once: no whole pass compiles
         applied = fused_node_rule.STATS["applied"]
         g, hv = fg_hvp(kinds, x, v)
@@ -61,7 +62,7 @@ def test_new_structures_of_seen_kinds_record_one_node_per_rule_and_equal_jax(com
         expected_g, expected_hv = jax_hvp(kinds)
         np.testing.assert_allclose(g.numpy(), expected_g, rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(hv.numpy(), expected_hv, rtol=1e-10, atol=1e-12)
-    assert fusion.stats()["hits"] == 0  # no pass ran as a whole fused program
+    assert fusion.stats()["hits"] == hits  # no pass ran as a whole fused program
 
 
 def test_fused_rules_are_named_like_pytorchs_backward_of_backward(compile_mode):
