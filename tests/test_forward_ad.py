@@ -262,6 +262,36 @@ def test_a_bad_dual_op_is_explained_at_the_op():
             assert fwAD.unpack_dual(fg.exp(d)).tangent.tolist()[0] == pytest.approx([np.e, 0.0])
 
 
+def test_abs_tangent_at_zero_is_pytorchs_zero():
+    """d|x| = sgn(x) dx, 0 at 0 (PyTorch's sgn); JAX's own abs takes the positive branch there. Forward mode,
+    fgraph.func.jvp, fg.compile and the second derivative all agree; complex z keeps Re(conj(sgn z) dz)."""
+    x = np.array([0.0, -1.5, 2.0, -0.0])
+    t = np.array([1.0, 1.0, -3.0, 2.0], np.float32)
+    expected = np.sign(x) * t
+    with fwAD.dual_level():
+        d = fwAD.make_dual(fg.tensor(x, dtype="float32"), fg.tensor(t))
+        np.testing.assert_array_equal(fwAD.unpack_dual(fg.abs(d)).tangent.numpy(), expected)
+    _, tangent = jvp(fg.abs, (fg.tensor(x, dtype="float32"),), (fg.tensor(t),))
+    np.testing.assert_array_equal(tangent.numpy(), expected)
+    leaf = fg.tensor(x, dtype="float32", requires_grad=True)
+    (g,) = fg.grad(fg.abs(leaf).sum(), [leaf], create_graph=True)
+    np.testing.assert_array_equal(g.numpy(), np.sign(x))
+    (h,) = fg.grad(g.sum(), [leaf], allow_unused=True)  # sgn is piecewise constant: |x|'' is 0
+    assert h is None or not np.any(h.numpy())
+    z = np.array([0j, 3 + 4j], np.complex64)
+    dz = np.array([1 + 1j, 1 + 0j], np.complex64)
+    with fwAD.dual_level():
+        d = fwAD.make_dual(fg.tensor(z), fg.tensor(dz))
+        got = fwAD.unpack_dual(fg.abs(d)).tangent.numpy()
+    np.testing.assert_allclose(got, [0.0, 0.6], rtol=1e-6)
+    torch = pytest.importorskip("torch")
+    import torch.autograd.forward_ad as tfw
+
+    with tfw.dual_level():
+        td = tfw.make_dual(torch.tensor(x, dtype=torch.float32), torch.tensor(t))
+        np.testing.assert_array_equal(tfw.unpack_dual(torch.abs(td)).tangent.numpy(), expected)
+
+
 def test_semantics_match_torch():
     torch = pytest.importorskip("torch")
     tfw = torch.autograd.forward_ad

@@ -227,6 +227,23 @@ def _abs_rule(ctx, g):
     return (g * sign(x),)
 
 
+@jax.custom_jvp
+def _real_abs(x: jax.Array) -> jax.Array:
+    return jnp.abs(x)
+
+
+@_real_abs.defjvp
+def _real_abs_tangent(primals: tuple, tangents: tuple) -> tuple:
+    (x,), (t,) = primals, tangents
+    return jnp.abs(x), jnp.sign(x) * t  # 0 at 0, as PyTorch's sgn(x) * t; JAX's own abs takes t there
+
+
+def _abs_kernel(x: jax.Array) -> jax.Array:
+    """``|x|``. For real ``x`` its tangent at 0 is PyTorch's 0; JAX's complex ``abs`` already gives
+    ``Re(conj(sgn z) dz)``, 0 at 0, and its second derivative must see ``sgn z`` vary."""
+    return jnp.abs(x) if jnp.iscomplexobj(x) else _real_abs(x)
+
+
 def _zero_rule(ctx, g):
     """For piecewise-constant ops (sign, floor...): the gradient is zero, as in PyTorch."""
     return (zeros_of(g),)
@@ -240,7 +257,7 @@ TANH = declare("tanh", jnp.tanh, _tanh_rule, save_result=True)
 SIGMOID = declare("sigmoid", jax.nn.sigmoid, _sigmoid_rule, save_result=True)
 RELU = declare("relu", jax.nn.relu, _relu_rule, save_result=True, real_only=True)
 SQRT = declare("sqrt", jnp.sqrt, _sqrt_rule, save_result=True)
-ABS = declare("abs", jnp.abs, _abs_rule, save_inputs=True)
+ABS = declare("abs", _abs_kernel, _abs_rule, save_inputs=True)
 SIGN = declare("sign", jnp.sign, _zero_rule, real_only=True, complex_fix="fg.sgn(x) is x / |x| for complex x")
 
 
