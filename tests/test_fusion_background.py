@@ -106,6 +106,39 @@ def test_passes_run_node_by_node_while_the_program_compiles(fresh_fusion, monkey
     assert after["pending"] == 0 and after["hits"] == before["hits"] + 1
 
 
+def test_a_hook_registered_while_the_worker_traces_never_sees_its_tracers(fresh_fusion, monkeypatch):
+    """The worker traces a structure found without hooks, on the graph's own nodes; a leaf's hook registered
+    meanwhile (the caller goes on) belongs to later passes, which run node by node and call it on values."""
+    release = threading.Event()
+    compile_program = fusion._FusedProgram.compile
+
+    def held_compile(self, plan):
+        release.wait(60)
+        return compile_program(self, plan)
+
+    monkeypatch.setattr(fusion._FusedProgram, "compile", held_compile)
+    before_rent = fusion.stats()["compile_rent"]
+    fusion.set_compile_rent(0)  # the second sighting compiles
+    x = fg.tensor([0.3, -0.7, 1.1], dtype="float64", requires_grad=True)
+    try:
+        for _ in range(2):
+            fg.grad((fg.tanh(x) * x).sum(), [x])
+        assert fusion.stats()["pending"] == 1
+        seen = []
+        handle = x.register_hook(seen.append)
+        release.set()
+        assert fusion.wait_for_compiles(timeout=120)
+        assert seen == [], "the worker's trace ran the hook"
+        (g,) = fg.grad((fg.tanh(x) * x).sum(), [x])
+        handle.remove()
+    finally:
+        fusion.set_compile_rent(before_rent)
+    assert len(seen) == 1 and not isinstance(seen[0].array, jax.core.Tracer)
+    v = np.array([0.3, -0.7, 1.1])
+    np.testing.assert_allclose(g.numpy(), np.tanh(v) + v * (1 - np.tanh(v) ** 2), rtol=1e-12)
+    np.testing.assert_allclose(seen[0].numpy(), g.numpy(), rtol=1e-12)
+
+
 def test_a_failed_compile_falls_back_to_node_by_node_for_good(fresh_fusion, monkeypatch):
     def broken_body(program, *arrays):
         raise RuntimeError("XLA said no")

@@ -108,8 +108,10 @@ _topological_nr = operator.attrgetter("topological_nr")
 
 def _run_ready_heap(graph_root: Node, buffers: dict, dependencies: dict, exec_info: Optional[dict],
                     captured: list, leaf_grads: dict, accumulate: bool,
-                    apply: Optional[Callable[[Node, list, Optional[tuple]], tuple]] = None) -> None:
-    """The ready-heap loop. ``apply`` replaces ``fn.apply`` (the fused tracer uses it)."""
+                    apply: Optional[Callable[[Node, list, Optional[tuple]], tuple]] = None,
+                    traced: bool = False) -> None:
+    """The ready-heap loop. ``apply`` replaces ``fn.apply`` (the fused tracer and anomaly mode use it);
+    ``traced``: the loop traces a fused program, which runs no hooks."""
     executes = None if exec_info is None else {fn for fn, info in exec_info.items() if info.should_execute()}
     # When every reachable node executes (the usual case), nothing is pruned: skip the per-node checks.
     prune = executes is not None and not executes.issuperset(dependencies)
@@ -123,7 +125,9 @@ def _run_ready_heap(graph_root: Node, buffers: dict, dependencies: dict, exec_in
         if fn in pending:
             pending.discard(fn)
             _finish_sums(grads)
-        hooks = fn._hooks
+        # A traced run is a fused program of a structure found without hooks: a hook registered since
+        # (the worker may trace while the caller goes on) must not run on its tracers.
+        hooks = None if traced else fn._hooks
         if hooks is not None and hooks.tensor_pre is not None:
             grads = call_tensor_pre_hooks(fn, hooks.tensor_pre, grads)
 

@@ -529,7 +529,7 @@ def _fused_body(program: _FusedProgram, *arrays: Any) -> tuple:
     captured: list = [None] * plan.n_captured
     leaf_grads: dict = {}
     _run_ready_heap(root, buffers, dict(plan.dependencies), plan.exec_info, captured, leaf_grads,
-                    plan.accumulate, apply_traced)
+                    plan.accumulate, apply_traced, traced=True)
     captured_arrays = tuple(None if g is None else g._array for g in captured)
     leaf_arrays = tuple(
         leaf_grads[node]._array if node in leaf_grads else None
