@@ -175,6 +175,29 @@ def test_to_jax_export_differentiates_as_jax_does():
                                jax.jvp(jax.grad(_loss_jax), (Z0,), (V0,))[1], rtol=1e-9)
 
 
+def test_abs_of_complex_zero_has_pytorchs_zero_derivatives_to_second_order():
+    """|z| at z = 0: gradient sgn(0) = 0 and Hessian-vector product 0 (PyTorch), not NaN. sgn's composite
+    took hypot(0, 0), whose own gradient is 0/0; a where() after it multiplied that NaN by 0."""
+    x = t64([[0.0, 1.5, -2.0], [0.0, 0.5, 0.0]], requires_grad=True)
+    v = t64([[1.0, -2.0, 0.5], [3.0, 1.0, -1.0]])
+    (g,) = fg.grad(fg.abs(fg.complex(x, x)).sum(), [x], create_graph=True)
+    (h,) = fg.grad((g * v).sum(), [x])
+    assert np.all(np.isfinite(h.numpy()))
+    ref = np.sqrt(2.0) * np.sign(x.numpy())  # |x + ix| = sqrt(2)|x|: linear off 0, its Hessian is 0
+    np.testing.assert_allclose(g.numpy(), ref, rtol=1e-12)
+    np.testing.assert_allclose(h.numpy(), np.zeros((2, 3)), atol=1e-12)
+    assert np.all(h.numpy()[x.numpy() == 0] == 0)
+    z = t64(np.array([0j, 3 + 4j]), requires_grad=True)
+    (gz,) = fg.grad(fg.real(fg.sgn(z) * t64(np.array([1 + 2j, 1 - 1j]))).sum(), [z])
+    assert np.all(np.isfinite(gz.numpy())) and gz.numpy()[0] == 0
+    torch = pytest.importorskip("torch")
+    tx = torch.tensor(x.numpy(), requires_grad=True)
+    (tg,) = torch.autograd.grad(torch.abs(torch.complex(tx, tx)).sum(), tx, create_graph=True)
+    (th,) = torch.autograd.grad((tg * torch.tensor(v.numpy())).sum(), tx)
+    np.testing.assert_allclose(g.numpy(), tg.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(h.numpy(), th.numpy(), atol=1e-12)
+
+
 def test_check_grads_takes_complex_inputs_and_catches_a_conjugation_slip():
     report = interop.check_grads(_loss, t64(Z0))
     assert report.passed and [e.order for e in report.entries] == [1, 2]

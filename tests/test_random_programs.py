@@ -53,6 +53,12 @@ def _ref_abs(x):
     return x * jnp.sign(x)
 
 
+def _ref_cabs(z):
+    # PyTorch's |z| at z == 0: first and second derivatives 0 (JAX's abs gives a nonzero Hessian there).
+    zero = z == 0
+    return jnp.where(zero, 0.0, jnp.abs(jnp.where(zero, 1.0, z)))
+
+
 def _ref_complex(re, im):
     return jax.lax.complex(*jnp.broadcast_arrays(re, im))
 
@@ -122,7 +128,7 @@ JAX = Backend(
     cat=lambda xs, dim: jnp.concatenate(xs, axis=dim),
     stack=lambda xs, dim: jnp.stack(xs, axis=dim),
     index_array=lambda ints: jnp.asarray(ints, jnp.int64),
-    complex=_ref_complex, real=jnp.real, imag=jnp.imag, conj=jnp.conj, cabs=jnp.abs,
+    complex=_ref_complex, real=jnp.real, imag=jnp.imag, conj=jnp.conj, cabs=_ref_cabs,
 )
 
 

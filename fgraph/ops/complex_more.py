@@ -91,10 +91,12 @@ def sgn(input: Tensor) -> Tensor:
     if not _is_complex(input):
         return sign(input)
     re, im = real(input), imag(input)
+    zero = eq(hypot(re, im), 0)
+    # The modulus of a value moved off 0: hypot's gradient at (0, 0) is 0/0, and a where() after it would
+    # still multiply that NaN by 0 (second derivatives of |z| at 0 were NaN; PyTorch's are 0).
+    re, im = where(zero, 1.0, re), where(zero, 0.0, im)
     r = hypot(re, im)
-    zero = eq(r, 0)
-    safe = where(zero, 1.0, r)
-    return complex(where(zero, 0.0, re / safe), where(zero, 0.0, im / safe))
+    return complex(where(zero, 0.0, re / r), where(zero, 0.0, im / r))
 
 
 def isreal(input: Tensor) -> Tensor:
