@@ -401,9 +401,18 @@ def test_random_mixed_program_against_jax(program: Program, data) -> None:
     _check_program(program, data)
 
 
+def _not_tiny(v: float) -> bool:
+    return v == 0 or abs(v) >= 1e-3
+
+
+#: Input values: 0 itself or away from it. At |z| ~ 1e-8 the second derivatives of |z| are sums of O(1/|z|)
+#: terms that cancel to rounding (float64 eps / |z| ~ 1e-9 apart between fgraph and JAX), above the oracle's atol.
+_ELEMENTS = st.floats(-INPUT_BOUND, INPUT_BOUND).filter(_not_tiny)
+
+
 def _check_program(program: Program, data) -> None:
     arrays = [
-        data.draw(hnp.arrays(np.float64, shape, elements=st.floats(-INPUT_BOUND, INPUT_BOUND)), label=f"x{i}")
+        data.draw(hnp.arrays(np.float64, shape, elements=_ELEMENTS), label=f"x{i}")
         for i, shape in enumerate(program.input_shapes)
     ]
     check_against_jax(
