@@ -292,6 +292,38 @@ def test_abs_tangent_at_zero_is_pytorchs_zero():
         np.testing.assert_array_equal(tfw.unpack_dual(torch.abs(td)).tangent.numpy(), expected)
 
 
+def test_clamp_tangent_at_its_bounds_is_the_inputs_as_in_reverse_mode():
+    """PyTorch's clamp_jvp passes the input's tangent where lo <= x <= hi, bounds included, as the reverse rule
+    passes the gradient; JAX's clip and maximum/minimum halve it at a tie. Found by the random-program oracle:
+    ``clamp(x, -0.5, 0.5)`` at x = 0.5 had tangent t/2."""
+    x = np.array([-1.0, -0.5, 0.0, 0.5, 1.0, np.nan])
+    t = np.linspace(0.1, 0.6, 6)
+    lo = np.array([-0.5, -0.5, 0.0, 0.6, 0.7, 0.0])
+    hi = np.array([0.5, 0.5, 0.0, 0.5, 1.0, 1.0])
+    t_lo, t_hi = np.full(6, 10.0), np.full(6, 100.0)
+    with fwAD.dual_level():
+        d = fwAD.make_dual(t64(x), t64(t))
+        scalar = fwAD.unpack_dual(fg.clamp(d, -0.5, 0.5)).tangent.numpy()
+        both = fwAD.unpack_dual(fg.clamp(d, fwAD.make_dual(t64(lo), t64(t_lo)),
+                                         fwAD.make_dual(t64(hi), t64(t_hi)))).tangent.numpy()
+    np.testing.assert_array_equal(scalar, [0.0, t[1], t[2], t[3], 0.0, 0.0])
+    np.testing.assert_array_equal(both, [10.0, t[1], t[2], 100.0, t[4], t[5]])  # hi < lo at index 3: hi's tangent
+    leaf = t64(x[:5], requires_grad=True)
+    (g,) = fg.grad(fg.clamp(leaf, -0.5, 0.5).sum(), [leaf])
+    np.testing.assert_array_equal(g.numpy() * t[:5], scalar[:5])  # forward agrees with reverse, ties included
+    _, tangent = jvp(lambda v: fg.clamp(v, -0.5, 0.5), (t64(x),), (t64(t),))
+    np.testing.assert_array_equal(tangent.numpy(), scalar)
+    torch = pytest.importorskip("torch")
+    import torch.autograd.forward_ad as tfw
+
+    with tfw.dual_level():
+        td = tfw.make_dual(torch.tensor(x), torch.tensor(t))
+        np.testing.assert_array_equal(tfw.unpack_dual(torch.clamp(td, -0.5, 0.5)).tangent.numpy(), scalar)
+        tboth = torch.clamp(td, tfw.make_dual(torch.tensor(lo), torch.tensor(t_lo)),
+                            tfw.make_dual(torch.tensor(hi), torch.tensor(t_hi)))
+        np.testing.assert_array_equal(tfw.unpack_dual(tboth).tangent.numpy(), both)
+
+
 def test_semantics_match_torch():
     torch = pytest.importorskip("torch")
     tfw = torch.autograd.forward_ad

@@ -12,6 +12,7 @@ Example:
 """
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import Any, Optional
 
@@ -337,7 +338,26 @@ def _where_rule(ctx, g):
 
 
 def _clamp_forward(x, *, min, max, bound_types):
-    return jnp.clip(x, min, max)
+    return _clip(x, min, max)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2))
+def _clip(x: jax.Array, lo: Any, hi: Any) -> jax.Array:
+    return jnp.clip(x, lo, hi)
+
+
+@_clip.defjvp
+def _clip_tangent(lo: Any, hi: Any, primals: tuple, tangents: tuple) -> tuple:
+    # PyTorch's clamp_jvp: the tangent passes where lo <= x <= hi, bounds included (JAX's clip halves it there).
+    (x,), (t,) = primals, tangents
+    if t.dtype == jax.dtypes.float0:  # an integer input: no tangent
+        return jnp.clip(x, lo, hi), t
+    inside = jnp.ones(x.shape, bool)
+    if lo is not None:
+        inside = inside & (x >= lo)
+    if hi is not None:
+        inside = inside & (x <= hi)
+    return jnp.clip(x, lo, hi), jnp.where(inside, t, jnp.zeros_like(t))
 
 
 def _clamp_rule(ctx, g):
@@ -359,9 +379,38 @@ CLAMP = declare("clamp", _clamp_forward, _clamp_rule, params=("min", "max", "bou
                 real_only=True, node_name="ClampBackward1")  # PyTorch: clamp.Scalar's node is ClampBackward1
 
 
-def _clamp_tensor_forward(x, lo, hi):
+def _clamp_tensor_values(x, lo, hi):
     out = x if lo is None else jnp.maximum(x, lo)  # NaN anywhere gives NaN, as PyTorch
     return out if hi is None else jnp.minimum(out, hi)
+
+
+def _float_tangent(primal: Any, tangent: Any) -> Any:
+    """``tangent``, or zeros where the primal is an integer array (JAX's float0 tangent)."""
+    if tangent is not None and tangent.dtype == jax.dtypes.float0:
+        return jnp.zeros(primal.shape, jnp.result_type(float))
+    return tangent
+
+
+@jax.custom_jvp
+def _clamp_tensor_forward(x, lo, hi):
+    return _clamp_tensor_values(x, lo, hi)
+
+
+@_clamp_tensor_forward.defjvp
+def _clamp_tensor_tangent(primals: tuple, tangents: tuple) -> tuple:
+    # PyTorch's clamp_jvp: a tie with a bound takes the input's tangent (JAX's maximum/minimum split it in
+    # halves); below lo the bound's, above hi the bound's, and hi's where hi < lo.
+    (x, lo, hi), tangents = primals, tuple(map(_float_tangent, primals, tangents))
+    tx, tlo, thi = tangents
+    out = _clamp_tensor_values(x, lo, hi)
+    t = tx
+    if lo is not None:
+        t = jnp.where(x < lo, tlo, t)
+    if hi is not None:
+        t = jnp.where(x > hi, thi, t)
+        if lo is not None:
+            t = jnp.where(lo > hi, thi, t)
+    return out, jnp.broadcast_to(t, out.shape).astype(out.dtype)
 
 
 def _clamp_tensor_rule(ctx, g):
