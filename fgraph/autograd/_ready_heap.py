@@ -109,9 +109,12 @@ _topological_nr = operator.attrgetter("topological_nr")
 def _run_ready_heap(graph_root: Node, buffers: dict, dependencies: dict, exec_info: Optional[dict],
                     captured: list, leaf_grads: dict, accumulate: bool,
                     apply: Optional[Callable[[Node, list, Optional[tuple]], tuple]] = None,
-                    traced: bool = False) -> None:
-    """The ready-heap loop. ``apply`` replaces ``fn.apply`` (the fused tracer and anomaly mode use it);
-    ``traced``: the loop traces a fused program, which runs no hooks."""
+                    traced: bool = False, sum_grads: Optional[Callable[[list], Any]] = None) -> None:
+    """The ready-heap loop. ``apply`` replaces ``fn.apply`` (the fused tracer, anomaly mode and the interpreter's
+    tape writer use it); ``traced``: the loop traces a fused program or writes a tape, and runs no hooks;
+    ``sum_grads`` replaces :func:`_sum_grads` (the tape writer's sums are instructions)."""
+    if sum_grads is None:
+        sum_grads = _sum_grads
     executes = None if exec_info is None else {fn for fn, info in exec_info.items() if info.should_execute()}
     # When every reachable node executes (the usual case), nothing is pruned: skip the per-node checks.
     prune = executes is not None and not executes.issuperset(dependencies)
@@ -124,7 +127,7 @@ def _run_ready_heap(graph_root: Node, buffers: dict, dependencies: dict, exec_in
         grads = buffers.pop(fn)
         if fn in pending:
             pending.discard(fn)
-            _finish_sums(grads)
+            _finish_sums(grads, sum_grads)
         # A traced run is a fused program of a structure found without hooks: a hook registered since
         # (the worker may trace while the caller goes on) must not run on its tracers.
         hooks = None if traced else fn._hooks
@@ -171,7 +174,7 @@ def _run_ready_heap(graph_root: Node, buffers: dict, dependencies: dict, exec_in
                 elif type(prev) is _GradSum:
                     prev.append(g)
                     if len(prev) == SUM_ARITY:
-                        buf[input_nr] = _sum_grads(prev)
+                        buf[input_nr] = sum_grads(prev)
                 else:
                     buf[input_nr] = _GradSum((prev, g))
                     pending.add(nxt)
@@ -190,10 +193,10 @@ class _GradSum(list):
     __slots__ = ()
 
 
-def _finish_sums(grads: list) -> None:
+def _finish_sums(grads: list, sum_grads: Callable[[list], Any]) -> None:
     for i, g in enumerate(grads):
         if type(g) is _GradSum:
-            grads[i] = _sum_grads(g)
+            grads[i] = sum_grads(g)
 
 
 def _sum_arrays(*arrays: Any) -> Any:

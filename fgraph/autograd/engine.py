@@ -30,7 +30,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 import jax
 import jax.numpy as jnp
 
-from fgraph.autograd import _hook_calls, fused_create_graph, fused_dual, fused_lazy, fusion, segments
+from fgraph.autograd import _hook_calls, fused_create_graph, fused_dual, fused_lazy, fusion, interpreted, segments
 from fgraph.autograd._record_state import RECORD_EXTRAS
 from fgraph.autograd.anomaly import anomaly_apply
 from fgraph.autograd.grad_mode import _GRAD_ENABLED
@@ -492,7 +492,10 @@ def _run_fused(graph_root: Node, root_nr: int, seeds: list, output_edges: list, 
         return fused_create_graph.try_run(found, graph_root, root_nr, seeds, output_edges, accumulate, min_topo)
     if lazy is not None:  # one record for the pass (the replay is one program)
         return fused_lazy.try_run(found, graph_root, root_nr, seeds, output_edges, accumulate, min_topo, lazy)
-    return fusion.try_run(found, graph_root, root_nr, seeds, output_edges, accumulate, min_topo)
+    fused = fusion.try_run(found, graph_root, root_nr, seeds, output_edges, accumulate, min_topo)
+    if fused is None:  # no program for this structure (yet): one for its kinds of node may serve
+        fused = interpreted.try_run(found, graph_root, root_nr, seeds, output_edges, accumulate, min_topo)
+    return fused
 
 
 class _PassCallbacks(list):

@@ -165,12 +165,13 @@ def reset_stats() -> None:
 
 def clear_cache() -> None:
     """Forget every structure seen and every compiled program (node rules' too)."""
-    from fgraph.autograd import fused_node_rule
+    from fgraph.autograd import fused_node_rule, interpreted
 
     with _lock:
         _seen.clear()
         _compiled.clear()
     fused_node_rule.clear()
+    interpreted.clear()
 
 
 def wait_for_compiles(timeout: Optional[float] = None) -> bool:
@@ -182,6 +183,12 @@ def is_compiled(key: tuple) -> bool:
     """Whether the structure ``key`` (``structure_of(...).key``) has a compiled fused program."""
     program = _compiled.get(key)
     return program is not None and program.state is _READY
+
+
+def is_coming(key: Any) -> bool:
+    """Whether the structure ``key`` has a fused program compiled or compiling (not one that failed)."""
+    program = _compiled.get(key)
+    return program is not None and program.state is not _FAILED
 
 
 def _trim() -> None:

@@ -232,7 +232,7 @@ def _run_segment(segment: _Segment, arrays: Any) -> tuple:
         if grads is None:
             grads = [None] * node.num_inputs
         else:
-            _finish_sums(grads)
+            _finish_sums(grads, _sum_grads)
         if info is not None:
             if info.captures is not None:
                 captures.extend(None if grads[i] is None else grads[i]._array for i, _ in info.captures)
