@@ -125,14 +125,12 @@ class Need:
                 return False
         return True
 
-    def merged(self, other: Optional["Program"]) -> "Need":
-        """This need grown to cover ``other``'s kinds and sizes too (so the next program serves both)."""
-        if other is None:
-            return self
+    def merged(self, other: "Need") -> "Need":
+        """This need grown to cover ``other``'s kinds and counts too (so one program serves both)."""
         counts = {a: list(c) for a, c in self.counts.items()}
-        for aval, size in other.sizes.items():
+        for aval, theirs in other.counts.items():
             mine = counts.setdefault(aval, [0, 0, 0])
-            counts[aval] = [max(m, s) for m, s in zip(mine, size)]
+            counts[aval] = [max(m, t) for m, t in zip(mine, theirs)]
         return Need(self.kinds | other.kinds, counts, max(self.steps, other.steps))
 
 
@@ -194,10 +192,15 @@ class Program:
     """The interpreter compiled for one :class:`Need` (its kinds, and sizes counted in :func:`bucket`)."""
 
     def __init__(self, need: Need) -> None:
+        self.need = need
         self.kinds = need.kinds
-        self.steps = bucket(need.steps)
+        # Steps and computed registers cost little to spare (a longer tape array, a larger register file): twice
+        # what is needed, so a somewhat larger structure of the same kinds needs no new program. Inputs and
+        # outputs are arguments and results of every call: counted as they are.
+        self.steps = bucket(2 * need.steps)
         self.avals = sorted(need.counts, key=repr)  # a fixed order
-        self.sizes = {a: tuple(bucket(n) for n in need.counts[a]) for a in self.avals}
+        self.sizes = {a: (bucket(n_in), bucket(2 * n_tmp), bucket(n_out)) for a, (n_in, n_tmp, n_out)
+                      in ((a, need.counts[a]) for a in self.avals)}
         order = sorted(self.kinds, key=lambda kind: repr(kind.key))
         reads = {a: max([kind.ins.count(a) for kind in order] + [0]) for a in self.avals}
         writes = {a: max([kind.outs.count(a) for kind in order] + [0]) for a in self.avals}
@@ -377,18 +380,20 @@ def serving(need: Need) -> Optional[Program]:
     return None
 
 
-def request(tape: Tape, arrays: list) -> None:
-    """Compile a program serving ``tape`` (grown to cover the last program of the same avals), on fusion's
-    background worker (or here, under ``fusion.set_background(False)``); nothing if one being compiled will."""
+def request(tape: Tape, arrays: list) -> bool:
+    """Compile a program serving ``tape`` (grown to cover the programs of the same avals), on fusion's
+    background worker (or here, under ``fusion.set_background(False)``). One compile at a time: ``False`` (nothing
+    queued) while another is under way, so the next request, made once it is ready, covers its kinds too."""
     from fgraph.autograd import fusion
 
     need = tape.need()
     with _lock:
-        if any(p.state == "pending" and need.served_by(p) for p in _PROGRAMS):
-            return
-        same = [p for p in _PROGRAMS if p.state == "ready" and set(p.avals) == set(need.counts)
-                and len(p.kinds | need.kinds) <= MAX_KINDS]
-        program = Program(need.merged(same[-1] if same else None))
+        if any(p.state == "pending" for p in _PROGRAMS):
+            return False
+        for p in _PROGRAMS:  # grown to cover the programs of the same avals: their structures' kinds recur
+            if p.state == "ready" and set(p.avals) == set(need.counts) and len(p.kinds | need.kinds) <= MAX_KINDS:
+                need = need.merged(p.need)
+        program = Program(need)
         _PROGRAMS.append(program)
         if len(_PROGRAMS) > MAX_PROGRAMS:
             _PROGRAMS.pop(0)
@@ -396,6 +401,7 @@ def request(tape: Tape, arrays: list) -> None:
         fusion._worker.submit(_compile, program, tape, arrays)
     else:
         _compile(program, tape, arrays)
+    return True
 
 
 def _compile(program: Program, tape: Tape, arrays: list) -> None:

@@ -142,8 +142,7 @@ def try_run(found: Structure, graph_root: Node, root_nr: int, seeds: list, outpu
         program = entry.program = interp.serving(entry.tape.need())
         if program is None:
             if entry.sightings >= COMPILE_AFTER and not entry.requested and not fusion.is_coming(found.key):
-                entry.requested = True
-                interp.request(entry.tape, arrays)
+                entry.requested = interp.request(entry.tape, arrays)
             return None
     try:
         outs = program.run(entry.tape, arrays)
