@@ -278,3 +278,43 @@ def test_a_compiled_program_takes_committed_and_uncommitted_arrays_without_compi
         (out,) = program.run(tape, arrays)
         np.testing.assert_array_equal(np.asarray(out), [0.0, 2.0, 6.0])
     assert _xla_compiles.count() == before
+
+
+_TWO_DEVICES = r"""
+import jax, numpy as np, fgraph as fg
+from fgraph.autograd import interpreted, fusion
+fusion.set_background(False)
+fusion.set_compile_rent(1e9)
+d0, d1 = jax.devices()
+v = np.linspace(-1, 1, 5)
+
+def grad_on(device, committed):
+    with jax.default_device(device):
+        x = fg.tensor(jax.device_put(v, device) if committed else v, requires_grad=True)
+        (g,) = fg.grad(fg.tanh(fg.sin(x)).sum(), [x])
+    return g
+
+for _ in range(3):
+    grad_on(d0, False)
+before = interpreted.stats()["runs"]
+got = [grad_on(d1, committed) for committed in (False, True, False, True)]
+expected = (1 - np.tanh(np.sin(v)) ** 2) * np.cos(v)
+assert all(g.array.devices() == {d1} for g in got), [g.array.devices() for g in got]
+assert all(np.allclose(g.numpy(), expected, rtol=1e-6) for g in got)
+print("RUNS", interpreted.stats()["runs"] - before, interpreted.stats()["compiles"])
+"""
+
+
+def test_a_program_runs_on_its_own_device_and_a_pass_on_another_gets_its_own():
+    """Gradients stay on their arrays' device: a program compiled for device 0 does not serve a pass on device 1
+    (it would put the gradients on device 0), which gets a program of its own."""
+    import os
+    import subprocess
+    import sys
+
+    flags = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2"
+    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=flags.strip())
+    done = subprocess.run([sys.executable, "-c", _TWO_DEVICES], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    runs, compiles = map(int, done.stdout.split("RUNS")[1].split())
+    assert runs >= 2 and compiles == 2  # device 1's passes interpreted too, by a program of their own

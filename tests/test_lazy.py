@@ -264,3 +264,20 @@ def test_a_trace_of_small_values_compiles_for_speed_and_a_large_one_fully(monkey
         z = (fg.ones(n, dtype="float64") * small.sum()).sum()
     np.testing.assert_allclose(z.item(), n * np.linspace(-1.0, 1.0, 16).sum(), rtol=1e-9, atol=1e-9)
     assert built == ["_jit_quick_replay", "_jit_replay"]
+
+
+def test_the_concrete_array_class_is_found_even_when_first_asked_inside_a_trace():
+    """``array_type()`` is found on first use; first asked inside ``jax.jit`` (``fg.compile`` of a first step), it
+    took the tracer's class, and every later "is this a concrete array" test in the process was wrong (seen as
+    the interpreter reading a tracer's sharding in a two-device compiled step)."""
+    import subprocess
+    import sys
+
+    program = (
+        "import jax\n"
+        "from fgraph.lazy import _recorder\n"
+        "jax.jit(lambda x: print(_recorder.array_type().__name__) or x)(1.0)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "ArrayImpl"

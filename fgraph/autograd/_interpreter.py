@@ -46,8 +46,8 @@ from jax import lax
 from jax.sharding import SingleDeviceSharding
 from jax._src.lax.lax import _convert_element_type
 
-__all__ = ["Kind", "Tape", "Need", "Program", "MAX_ELEMENTS", "bucket", "aval_of", "serving", "request", "clear",
-           "stats"]
+__all__ = ["Kind", "Tape", "Need", "Program", "MAX_ELEMENTS", "bucket", "aval_of", "placement_of", "serving", "request",
+           "clear", "stats"]
 
 #: Registers hold arrays of at most this many elements: beyond it a step's copies (operands read, results and
 #: spare results written) cost more than a dispatch. The steady HVP of a fresh 3-layer tanh/sin network on the
@@ -202,8 +202,9 @@ class Tape:
 class Program:
     """The interpreter compiled for one :class:`Need` (its kinds, and sizes counted in :func:`bucket`)."""
 
-    def __init__(self, need: Need) -> None:
+    def __init__(self, need: Need, placement: Optional[SingleDeviceSharding] = None) -> None:
         self.need = need
+        self.placement = placement  # the device it runs on (that of its first compile's inputs if None)
         self.kinds = need.kinds
         # Steps and computed registers cost little to spare (a longer tape array, a larger register file): twice
         # what is needed, so a somewhat larger structure of the same kinds needs no new program. Inputs and
@@ -284,8 +285,9 @@ class Program:
             # or not by how they were made. Left to jit, each new pattern compiled again (80-400 ms); placed, a new
             # pattern is a lowering already cached (~0.5 ms), and an array elsewhere an error (node by node).
             # (Calling the ahead-of-time compiled program instead took jit's slow path on every call.)
-            device = SingleDeviceSharding(next(iter(inputs[0].devices())))
-            jitted = jax.jit(self._body, in_shardings=device, out_shardings=device)
+            if self.placement is None:
+                self.placement = placement_of(inputs[0])
+            jitted = jax.jit(self._body, in_shardings=self.placement, out_shardings=self.placement)
             table, picks = tape.encode(self)
             jax.block_until_ready(jitted(table, 0, picks, self.arguments(tape, inputs)))
             self.jitted = jitted
@@ -385,11 +387,17 @@ _STATS = {"compiles": 0, "compile_failures": 0, "compile_seconds": 0.0}
 _lock = threading.Lock()
 
 
-def serving(need: Need) -> Optional[Program]:
-    """A compiled program that serves ``need``, or ``None``."""
+def placement_of(array: Any) -> Optional[SingleDeviceSharding]:
+    """The one device ``array`` lives on, as a sharding; ``None`` for an array sharded over several."""
+    sharding = array.sharding
+    return sharding if type(sharding) is SingleDeviceSharding else None
+
+
+def serving(need: Need, placement: SingleDeviceSharding) -> Optional[Program]:
+    """A compiled program that serves ``need`` on the device of ``placement``, or ``None``."""
     with _lock:
         for program in _PROGRAMS:
-            if program.state == "ready" and need.served_by(program):
+            if program.state == "ready" and program.placement == placement and need.served_by(program):
                 return program
     return None
 
@@ -400,14 +408,15 @@ def request(tape: Tape, arrays: list) -> bool:
     queued) while another is under way, so the next request, made once it is ready, covers its kinds too."""
     from fgraph.autograd import fusion
 
-    need = tape.need()
+    need, placement = tape.need(), placement_of(arrays[0])
     with _lock:
-        if any(p.state == "pending" for p in _PROGRAMS):
+        if placement is None or any(p.state == "pending" for p in _PROGRAMS):
             return False
         for p in _PROGRAMS:  # grown to cover the programs of the same avals: their structures' kinds recur
-            if p.state == "ready" and set(p.avals) == set(need.counts) and len(p.kinds | need.kinds) <= MAX_KINDS:
+            if p.state == "ready" and p.placement == placement and set(p.avals) == set(need.counts) \
+                    and len(p.kinds | need.kinds) <= MAX_KINDS:
                 need = need.merged(p.need)
-        program = Program(need)
+        program = Program(need, placement)
         _PROGRAMS.append(program)
         if len(_PROGRAMS) > MAX_PROGRAMS:
             _PROGRAMS.pop(0)

@@ -102,7 +102,7 @@ class _Entry:
         self.tape: Any = _NOT_YET
         self.numbers: tuple = ()  # the Python numbers (and Nones) among the saved values the tape was written for
         self.program: Optional[interp.Program] = None
-        self.requested = False
+        self.requested: Any = None  # the device a program was asked for
 
 
 def try_run(found: Structure, graph_root: Node, root_nr: int, seeds: list, output_edges: list, accumulate: bool,
@@ -122,14 +122,20 @@ def try_run(found: Structure, graph_root: Node, root_nr: int, seeds: list, outpu
         if type(a) is not concrete:
             if a is not None and type(a) not in _NUMBER_TYPES:
                 return None  # a deferred value not run, a tracer
-            numbers = _numbers_of(arrays, concrete)
-            arrays = [a for a in arrays if type(a) is concrete]
-            break
+            numbers = None
+    if numbers is None:  # saved numbers (or Nones): the tape takes the arrays alone
+        numbers = _numbers_of(arrays, concrete)
+        arrays = [a for a in arrays if type(a) is concrete]
+    if not arrays:
+        return None
     if numbers != entry.numbers:  # the tape bakes the saved numbers in: other values, another tape
         entry.tape, entry.program, entry.numbers = _NOT_YET, None, numbers
-        entry.sightings, entry.requested = 0, False  # a factor that changes every call never asks for a compile
+        entry.sightings, entry.requested = 0, None  # a factor that changes every call never asks for a compile
+    placement = interp.placement_of(arrays[0])
+    if placement is None:
+        return None  # sharded over several devices: node by node
     program = entry.program
-    if program is None or program.state != "ready":
+    if program is None or program.placement != placement:
         entry.sightings += 1
         if entry.tape is _NOT_YET:
             if entry.sightings < COMPILE_AFTER and not interp.stats()["programs"]:
@@ -139,10 +145,10 @@ def try_run(found: Structure, graph_root: Node, root_nr: int, seeds: list, outpu
                 _STATS["tapes" if entry.tape is not None else "refused"] += 1
             if entry.tape is None:
                 return None
-        program = entry.program = interp.serving(entry.tape.need())
+        program = entry.program = interp.serving(entry.tape.need(), placement)
         if program is None:
-            if entry.sightings >= COMPILE_AFTER and not entry.requested and not fusion.is_coming(found.key):
-                entry.requested = interp.request(entry.tape, arrays)
+            if entry.sightings >= COMPILE_AFTER and entry.requested != placement and not fusion.is_coming(found.key):
+                entry.requested = placement if interp.request(entry.tape, arrays) else None
             return None
     try:
         outs = program.run(entry.tape, arrays)

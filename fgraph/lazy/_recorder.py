@@ -51,7 +51,8 @@ def array_type() -> type:
     """
     global _ArrayImpl
     if _ArrayImpl is None:
-        _ArrayImpl = type(jnp.zeros(()))
+        with jax.ensure_compile_time_eval():  # first used inside a trace, jnp.zeros would give a tracer's class
+            _ArrayImpl = type(jnp.zeros(()))
     return _ArrayImpl
 _SCALARS = frozenset((bool, int, float, complex))
 #: Python scalars met as kernel arguments, as weakly typed device arrays (what ``jax.jit`` makes of them), so a
