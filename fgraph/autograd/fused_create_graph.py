@@ -28,6 +28,7 @@ from typing import Any, Callable, Optional, Sequence
 import jax
 import jax.numpy as jnp
 
+from fgraph._kernel_jit import kernel_jit, placed
 from fgraph.autograd import fusion
 from fgraph.autograd.structure import make_plan
 from fgraph.autograd._jax_vjp import Vjp
@@ -78,7 +79,7 @@ class FlatProgram:
 
     def __init__(self, fn: Callable, fused: Any) -> None:
         self.fn = fn
-        self.jitted = jax.jit(fn)
+        self.jitted = kernel_jit(fn)
         self.fused = fused
         self.float_out: Optional[tuple] = None  # the top program's inexact outputs, once it has run
         self.out_meta: Optional[tuple] = None
@@ -117,7 +118,7 @@ class FlatProgram:
         previous = getattr(calls, "plan", None)
         calls.plan = plan  # read only if this call traces
         try:
-            return self.jitted(*arrays)
+            return placed(self.jitted)(*arrays)
         finally:
             calls.plan = previous
 

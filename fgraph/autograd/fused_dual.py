@@ -22,6 +22,7 @@ from typing import Any, Optional
 
 import jax
 
+from fgraph._kernel_jit import placed
 from fgraph.autograd import fusion
 from fgraph.autograd._forward_rules import _PAIRS, PairKernel, _derived_def, run_dual
 from fgraph.autograd.forward_ad import attach, open_levels, result_tangents, tangent_at
@@ -135,7 +136,7 @@ def _run_untaped(found: Any, kernel: FusedPassKernel, plan: Any, seeds: list, le
     previous = getattr(calls, "plan", None)
     calls.plan = plan  # a first call traces this pass
     try:
-        out, t_out = pair.jitted(*plan.arrays, *t_arrays)
+        out, t_out = placed(pair.jitted)(*plan.arrays, *t_arrays)
     except (TypeError, ValueError, IndexError):
         return None
     finally:

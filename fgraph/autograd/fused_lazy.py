@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional
 import jax
 from jax.extend.core import jaxpr_as_fun
 
+from fgraph._kernel_jit import kernel_jit
 from fgraph.autograd import fusion
 from fgraph.autograd.structure import make_plan
 from fgraph.autograd.graph import Node
@@ -71,7 +72,7 @@ def _trace(plan: Any) -> Callable:
         program._calls.plan = None
         LAZY.reset(token)
     out_tree = jax.tree_util.tree_structure(traced.out_info)
-    return jax.jit(functools.partial(_run_traced, jaxpr_as_fun(traced.jaxpr), out_tree))
+    return kernel_jit(functools.partial(_run_traced, jaxpr_as_fun(traced.jaxpr), out_tree))
 
 
 def _run_traced(run: Callable, out_tree: Any, *arrays: Any) -> Any:

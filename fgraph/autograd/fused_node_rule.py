@@ -50,6 +50,7 @@ from typing import Any, Optional, Sequence
 import jax
 import jax.numpy as jnp
 
+from fgraph._kernel_jit import placed
 from fgraph._numbers import constants
 from fgraph.autograd import fusion
 from fgraph.autograd._record_state import RECORD_EXTRAS
@@ -101,7 +102,7 @@ class _FlatRule:
         self.kernel = kernel
 
     def __call__(self, *arrays: Any) -> tuple:
-        return tuple(o for o in self.kernel(*arrays) if o is not None)
+        return tuple(o for o in placed(self.kernel)(*arrays) if o is not None)
 
 
 class _Kind:
@@ -167,7 +168,7 @@ def try_apply(node: Any, grad_outputs: Sequence[Optional[Tensor]], needs: Option
             _request(kind, arrays, float_in)  # in the foreground: compiled when it returns
         if kind.vjp is None:
             return None
-    outs = kind.kernel(*arrays)
+    outs = placed(kind.kernel)(*arrays)
     STATS["applied"] += 1
     flat = [o for o in outs if o is not None]
     float_in = kind.float_in

@@ -53,6 +53,7 @@ from typing import Any, Callable, Optional
 
 import jax
 
+from fgraph._kernel_jit import kernel_jit, placed
 from fgraph.autograd import _compile_rent
 from fgraph.autograd._compile_worker import CompileWorker
 from fgraph.autograd.graph import GraphRoot, Node
@@ -236,7 +237,7 @@ class _FusedProgram:
     def __init__(self, n_nodes: int, body: Optional[Callable] = None) -> None:
         self._calls = threading.local()  # the plan is per thread: threads may call one program at once
         self.body = functools.partial(_fused_body if body is None else body, self)
-        self.jitted = jax.jit(self.body)
+        self.jitted = kernel_jit(self.body)
         self.optimized = True  # whether ``jitted`` is (or is being replaced by) a fully optimised program
         self.runs = 0
         self.seconds = 0.0  # spent tracing, lowering and compiling it
@@ -250,7 +251,7 @@ class _FusedProgram:
     def __call__(self, plan: Plan) -> tuple:
         self._calls.plan = plan
         try:
-            return self.jitted(*plan.arrays)
+            return placed(self.jitted)(*plan.arrays)
         except ValueError:
             if self.optimized:
                 raise
@@ -271,7 +272,7 @@ class _FusedProgram:
             return
         self.optimized = True  # asked for once
         if _state["background"] and not _traced(plan.arrays):
-            jitted = jax.jit(self.body)
+            jitted = kernel_jit(self.body)
             lowered = self.lower(jitted, plan)  # jit's caches hold the trace: milliseconds
             if lowered is not None:
                 _worker.submit(self.optimize, jitted, lowered, plan)
@@ -315,7 +316,7 @@ class _FusedProgram:
         """A small graph's first program is compiled for compile speed (see :data:`QUICK_MAX_ELEMENTS`)."""
         options = quick_compile_options()
         if options is not None and not _traced(plan.arrays) and _largest(plan.arrays) <= QUICK_MAX_ELEMENTS:
-            self.jitted = jax.jit(self.body, compiler_options=options)
+            self.jitted = kernel_jit(self.body, compiler_options=options)
             self.optimized = False
 
     def compile(self, plan: Plan) -> Optional[tuple]:

@@ -25,6 +25,7 @@ from typing import Any, Callable, NamedTuple, Optional, Sequence
 import jax
 import numpy as np
 
+from fgraph._kernel_jit import kernel_jit, placed
 from fgraph.autograd.engine import Gradients
 from fgraph.compile._errors import translating_tracer_errors
 from fgraph.compile._explain import describe_retrace, signature
@@ -133,7 +134,7 @@ class CompiledFunction:
         self._pending: Optional[tuple] = None
         self._last: Optional[_LastCall] = None  # what the previous call worked out (see _reuse)
         self._last_traced: Optional[tuple] = None
-        self._jitted = jax.jit(self._program, static_argnums=(0,), donate_argnums=(1, 3))
+        self._jitted: Optional[Callable] = None  # made at the first call: kernel_jit asks which devices exist
 
     def __repr__(self) -> str:
         return f"<fgraph.compile({self._name}): traced {self.traces} time(s)>"
@@ -156,8 +157,10 @@ class CompiledFunction:
                 call = self._prepare(args, kwargs, leaves, treedef)
             spec, state_inputs, arg_inputs, positions = call
             self._pending = call
+            if self._jitted is None:
+                self._jitted = kernel_jit(self._program, static_argnums=(0,), donate_argnums=(1, 3))
             try:
-                new_state, placement, outputs = self._jitted(
+                new_state, placement, outputs = placed(self._jitted)(
                     spec, *_split(state_inputs, spec.donated[0]), *_split(arg_inputs, spec.donated[1]))
             finally:
                 self._pending = None

@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 import jax
 
+from fgraph._kernel_jit import kernel_jit, placed
 from fgraph.lazy._array import LazyArray
 from fgraph.lazy._recorder import Recorder, _kid, _replay, cached_program
 
@@ -90,9 +91,9 @@ class BatchRecorder(Recorder):
         self.discard()
         for placeholder in self.inputs:
             placeholder._rec = None
-        return cached_program(key, _jit_vmapped_replay)(*externals)
+        return placed(cached_program(key, _jit_vmapped_replay))(*externals)
 
 
 def _jit_vmapped_replay(key: tuple) -> Callable:
     records, _, live, in_axes, out_axes = key
-    return jax.jit(jax.vmap(functools.partial(_replay, records, live), in_axes=in_axes, out_axes=list(out_axes)))
+    return kernel_jit(jax.vmap(functools.partial(_replay, records, live), in_axes=in_axes, out_axes=list(out_axes)))

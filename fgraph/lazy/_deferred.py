@@ -47,6 +47,7 @@ import collections
 import time
 from typing import Any, Optional
 
+from fgraph._kernel_jit import traced
 from fgraph._numbers import _at_top_level
 from fgraph.lazy import _background, _xla_compiles
 from fgraph.lazy._recorder import STATS, ProgramKey, Recorder, _jit_quick_replay, _jit_replay, _PROGRAMS, \
@@ -154,7 +155,8 @@ class DeferredRecorder(Recorder):
     def call(self, kernel: Any, args: Any) -> Any:
         if self._observing is not None:  # a recurring step pays its rent eagerly: nothing to record yet
             STATS["observed"] += 1
-            return kernel(*args)  # nothing is pending; a placeholder left in a tensor is resolved (__jax_array__)
+            # nothing is pending; a placeholder left in a tensor is resolved (__jax_array__)
+            return (kernel if _at_top_level() else traced(kernel))(*args)
         if not _at_top_level():  # inside jax.jit / vmap of user code: the op is part of that trace
             return self._bypass(kernel, args)
         array_type()

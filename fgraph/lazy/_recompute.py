@@ -16,6 +16,8 @@ from typing import Any, Optional
 
 import jax
 
+from fgraph._kernel_jit import placed
+
 __all__ = ["Recompute"]
 
 #: (program key, left-out slots) -> (needed records, frontier slots, needed externals), or None.
@@ -113,7 +115,7 @@ def _replay_some(records: tuple, needed: tuple, known: dict, wanted: tuple, *ext
     slots = dict(known)
     for i in needed:
         kernel, refs, treedef = records[i]
-        out = kernel(*[None if r is None else externals[r] if r >= 0 else slots[-1 - r] for r in refs])
+        out = placed(kernel)(*[None if r is None else externals[r] if r >= 0 else slots[-1 - r] for r in refs])
         for k, value in enumerate([out] if treedef is None else jax.tree_util.tree_leaves(out)):
             slots.setdefault(firsts[i] + k, value)
     return [slots[slot] for slot in wanted]

@@ -21,6 +21,7 @@ from typing import Any, Callable, Optional
 import jax
 import jax.numpy as jnp
 
+from fgraph._kernel_jit import kernel_jit, placed
 from fgraph._numbers import _at_top_level
 from fgraph.lazy._array import LazyArray
 from fgraph.lazy._recompute import Recompute
@@ -135,7 +136,7 @@ class _Flat:
         self.treedef = treedef
 
     def __call__(self, *leaves: Any) -> Any:
-        return self.kernel(*self.treedef.unflatten(leaves))
+        return placed(self.kernel)(*self.treedef.unflatten(leaves))
 
 
 class ProgramKey(tuple):
@@ -268,7 +269,7 @@ class Recorder:
 
     def _bypass(self, kernel: Callable, args: Any) -> Any:
         STATS["bypassed"] += 1
-        return kernel(*[a.value() if type(a) is LazyArray else a for a in args])
+        return placed(kernel)(*[a.value() if type(a) is LazyArray else a for a in args])
 
     # -- running the trace ------------------------------------------------------------------------
     def _outputs(self, leave_out: Optional[set]) -> tuple[list, list, dict]:
@@ -373,7 +374,7 @@ def install(key: tuple, program: Callable) -> None:
 
 def _jit_replay(key: tuple) -> Callable:
     records, _, live, donated = key
-    return jax.jit(functools.partial(_replay, records, live), donate_argnums=donated)
+    return kernel_jit(functools.partial(_replay, records, live), donate_argnums=donated)
 
 
 def _jit_quick_replay(key: tuple) -> Callable:
@@ -382,8 +383,8 @@ def _jit_quick_replay(key: tuple) -> Callable:
     from fgraph.autograd.fusion import quick_compile_options
 
     records, _, live, donated = key
-    return jax.jit(functools.partial(_replay, records, live), donate_argnums=donated,
-                   compiler_options=quick_compile_options())
+    return kernel_jit(functools.partial(_replay, records, live), donate_argnums=donated,
+                      compiler_options=quick_compile_options())
 
 
 def _quick_max_elements() -> int:
@@ -427,8 +428,8 @@ def _signature(kernel: Callable, kids: tuple) -> tuple:
 def _replay(records: tuple, live: tuple, *externals: Any) -> list:
     """The program a flush compiles: every record in order, on the external inputs; the live outputs."""
     slots: list = []
-    for kernel, refs, treedef in records:
-        out = kernel(*[None if r is None else externals[r] if r >= 0 else slots[-1 - r] for r in refs])
+    for kernel, refs, treedef in records:  # placed: one by one at the top level, or inside the program's trace
+        out = placed(kernel)(*[None if r is None else externals[r] if r >= 0 else slots[-1 - r] for r in refs])
         if treedef is None:
             slots.append(out)
         else:

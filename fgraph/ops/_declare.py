@@ -36,7 +36,8 @@ from typing import Any, Callable, Optional, Sequence, Union
 import jax
 import jax.numpy as jnp
 
-from fgraph._numbers import constants
+from fgraph._kernel_jit import kernel_jit, placed, traced
+from fgraph._numbers import _at_top_level, constants
 from fgraph.amp.autocast_mode import ACTIVE as _AMP_ON
 from fgraph.amp.autocast_mode import cast_op_args
 from fgraph.autograd._record_state import RECORD_EXTRAS
@@ -181,7 +182,7 @@ class OpDef:
                 forward = functools.partial(self.forward, **params._asdict()) if params else self.forward
             if self.real_only:
                 forward = RealOnly(forward)
-            fn = self._kernels[params] = jax.jit(resolving(forward))  # resolving: Explicit mesh axes
+            fn = self._kernels[params] = kernel_jit(resolving(forward))  # resolving: Explicit mesh axes
         return fn
 
     def rule_kernel(self, params: Any, in_meta: tuple, needs: Optional[tuple], out_meta: Optional[tuple]) -> Callable:
@@ -190,7 +191,7 @@ class OpDef:
         fn = self._rule_kernels.get(key)
         if fn is None:
             fn = functools.partial(_traced_rule, self, params, in_meta, needs, out_meta)
-            fn = self._rule_kernels[key] = jax.jit(fn) if self.fuse_rule else fn
+            fn = self._rule_kernels[key] = kernel_jit(fn) if self.fuse_rule else fn
         return fn
 
 
@@ -234,7 +235,10 @@ def apply_op(op: OpDef, args: tuple, params: Any = None) -> Any:
     if kernel is None:
         kernel = op.kernel(params)
     try:
-        out = kernel(*arrays) if lazy is None else lazy.call(kernel, arrays)
+        if lazy is not None:
+            out = lazy.call(kernel, arrays)
+        else:  # in a trace (jax.jit, vmap, shard_map of user code): the plain form, see fgraph/_kernel_jit.py
+            out = (kernel if _at_top_level() else traced(kernel))(*arrays)
     except (TypeError, ValueError, IndexError) as exc:
         raise _explain(op, args, params, exc) from None
     if recording and op.differentiable and _GRAD_ENABLED.get():
@@ -258,7 +262,10 @@ def apply_unary(op: OpDef, x: Tensor, params: Any = None) -> Tensor:
     data = x._array
     try:
         lazy = LAZY.get()
-        out = kernel(data) if lazy is None else lazy.call(kernel, (data,))
+        if lazy is not None:
+            out = lazy.call(kernel, (data,))
+        else:  # in a trace (jax.jit, vmap, shard_map of user code): the plain form, see fgraph/_kernel_jit.py
+            out = (kernel if _at_top_level() else traced(kernel))(data)
     except (TypeError, ValueError, IndexError) as exc:
         raise _explain(op, (x,), params, exc) from None
     edge = x._edge
@@ -295,7 +302,10 @@ def apply_binary(op: OpDef, a: Any, b: Any, params: Any = None) -> Tensor:
     db = b._array
     try:
         lazy = LAZY.get()
-        out = kernel(da, db) if lazy is None else lazy.call(kernel, (da, db))
+        if lazy is not None:
+            out = lazy.call(kernel, (da, db))
+        else:  # in a trace (jax.jit, vmap, shard_map of user code): the plain form, see fgraph/_kernel_jit.py
+            out = (kernel if _at_top_level() else traced(kernel))(da, db)
     except (TypeError, ValueError, IndexError) as exc:
         raise _explain(op, (a, b), params, exc) from None
     ea = a._edge
@@ -453,7 +463,7 @@ class OpNode(Node):
         args = [None if g is None else g._array for g in grad_outputs]
         lazy = LAZY.get()
         args.extend(saved if lazy is not None else constants(saved))  # saved numbers: see apply_op
-        outs = kernel(*args) if lazy is None else lazy.call(kernel, args)
+        outs = placed(kernel)(*args) if lazy is None else lazy.call(kernel, args)
         return tuple([None if o is None else _wrap(o) for o in outs])
 
     def _out_meta(self) -> Optional[tuple]:

@@ -44,6 +44,7 @@ from typing import Any, Callable, Iterable, Optional, Union
 import jax
 import jax.numpy as jnp
 
+from fgraph._kernel_jit import kernel_jit, placed
 from fgraph._numbers import on_device
 from fgraph.autograd._leaf_sharding import like_input
 from fgraph.autograd.grad_mode import enable_grad
@@ -235,8 +236,8 @@ class Optimizer:
         static = self.static_options(group)
         kernel = self._kernels.get(static)
         if kernel is None:  # argument 4: the arrays donated to the update (their buffers take its results)
-            kernel = self._kernels[static] = jax.jit(functools.partial(run_update, type(self).update, static),
-                                                     donate_argnums=(4,))
+            kernel = self._kernels[static] = kernel_jit(functools.partial(run_update, type(self).update, static),
+                                                        donate_argnums=(4,))
         lazy = LAZY.get()
         # Device arrays kept per number, recorded or not: a deferred step that runs eagerly (paying its rent) then
         # calls the kernel as its recorded replay does, and jit compiles it once.
@@ -248,7 +249,7 @@ class Optimizer:
         args = (hyper, [p._array for _, p, _ in active], grad_arrays, states, donated)
         del donated  # the arguments hold it: its buffers are gone once the kernel runs
         if lazy is None:
-            results, new_params, new_states = kernel(*args)
+            results, new_params, new_states = placed(kernel)(*args)
         else:  # recorded: the trace's program takes the donated arrays as donated inputs
             results, new_params, new_states = lazy.call_tree(kernel, args, tuple(args[4].values()))
         for (n, key), array in results.items():

@@ -28,6 +28,7 @@ from typing import Any, Callable, Optional
 import jax
 import jax.numpy as jnp
 
+from fgraph._kernel_jit import kernel_jit, placed
 from fgraph.lazy._state import LAZY
 from fgraph.ops.reduction import _var_forward
 
@@ -57,7 +58,7 @@ def _kernel(dims: tuple, momentum: Optional[float]) -> Callable:
     key = (dims, momentum)
     kernel = _KERNELS.get(key)
     if kernel is None:
-        kernel = _KERNELS[key] = jax.jit(functools.partial(_update, dims=dims, momentum=momentum))
+        kernel = _KERNELS[key] = kernel_jit(functools.partial(_update, dims=dims, momentum=momentum))
     return kernel
 
 
@@ -69,4 +70,4 @@ def updated_running_stats(x: Any, running_mean: Optional[Any], running_var: Opti
     kernel = _kernel(dims, None if momentum is None else float(momentum))
     lazy = LAZY.get()
     args = (x, running_mean, running_var, count)
-    return kernel(*args) if lazy is None else lazy.call(kernel, args)
+    return placed(kernel)(*args) if lazy is None else lazy.call(kernel, args)
