@@ -261,14 +261,15 @@ class Program:
     def arguments(self, tape: Tape, inputs: Sequence[Any]) -> list:
         """The per-aval input lists, padded to the program's counts (with the aval's zeros)."""
         per_aval: dict = {a: [] for a in self.avals}
+        placement = self.placement
         for aval, array in zip(tape.inputs, inputs):
-            per_aval[aval].append(array)
+            per_aval[aval].append(array if array.committed else _committed(array, placement))
         padded = []
         for a in self.avals:
             arrays = per_aval[a]
             missing = self.sizes[a][0] - len(arrays)
             if missing:
-                arrays.extend([_zeros(a)] * missing)
+                arrays.extend([_committed(_zeros(a), placement)] * missing)
             padded.append(arrays)
         return padded
 
@@ -366,6 +367,25 @@ def _as_aval(value: Any, aval: Aval) -> Any:
 
 
 _ZEROS: dict = {}
+
+
+def _committed(array: Any, placement: Any) -> Any:
+    """``array`` committed to ``placement`` (its own device: no copy), remembered while it lives in the cache.
+
+    jit's dispatch cache keys each argument's committed-ness: op results are committed (fgraph/_kernel_jit.py),
+    leaves and constants are not, and which saved arrays are which differs by structure, so an unplaced
+    argument made every new structure's first call take jit's slow path (~4 ms for ~260 arguments)."""
+    key = (id(array), placement)
+    entry = _COMMITTED.get(key)
+    if entry is None or entry[0] is not array:
+        entry = _COMMITTED[key] = (array, jax.device_put(array, placement))
+        if len(_COMMITTED) > MAX_COMMITTED:
+            _COMMITTED.pop(next(iter(_COMMITTED)))
+    return entry[1]
+
+
+_COMMITTED: dict = {}  # (id, placement) -> (the unplaced array, kept so its id stays its own; the placed alias)
+MAX_COMMITTED = 512
 
 
 def _zeros(aval: Aval) -> Any:
