@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import jax
+import jax.extend
 import numpy as np
 import pytest
 
@@ -51,16 +52,22 @@ def _step(a, b):
     return fg.grad(loss, [a, b])
 
 
-def test_the_one_device_is_known_on_a_single_device_process():
-    if len(jax.devices()) != 1:
-        pytest.skip("this process has several devices (the subprocess test covers that case)")
-    assert only_device() is not None and only_device().device_set == {jax.devices()[0]}
+def test_the_one_device_is_known_exactly_when_the_process_has_one():
+    devices = [d for backend in jax.extend.backend.backends().values() for d in backend.local_devices()]
+    if len(devices) == 1:
+        assert only_device() is not None and only_device().device_set == {jax.devices()[0]}
+    else:
+        assert only_device() is None
+
+
+def _one_device_process():
+    """The placement scenarios below are about a one-device process: the suite's (conftest runs JAX on one CPU)."""
+    assert only_device() is not None, "these tests need a one-device process (JAX_PLATFORMS=cpu, no forced devices)"
 
 
 @pytest.mark.parametrize("width", [23])  # a shape no other test uses: its kernels start cold here
 def test_a_new_pattern_of_committed_arrays_compiles_nothing(no_programs, width):
-    if only_device() is None:
-        pytest.skip("several devices: placement is the caller's, jax.jit's own caching applies")
+    _one_device_process()
     rng = np.random.default_rng(0)
     x, y = rng.standard_normal((2, 5, width)).astype(np.float32)
     expected = [np.cos(x * y) * y + 1, np.cos(x * y) * x]
@@ -76,8 +83,7 @@ def test_a_new_pattern_of_committed_arrays_compiles_nothing(no_programs, width):
 
 
 def test_a_compiled_step_does_not_trace_or_compile_again_for_a_committed_batch(no_programs):
-    if only_device() is None:
-        pytest.skip("several devices: placement is the caller's, jax.jit's own caching applies")
+    _one_device_process()
     layer = fg.nn.Linear(6, 3)
     opt = fg.optim.SGD(layer.parameters(), lr=0.1)
 
